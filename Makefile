@@ -1,0 +1,45 @@
+# dlrack.node — the two commands: `make demo` and `make test`. See README.md.
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export PYTHONDONTWRITEBYTECODE := 1
+REPORT_DIR ?= $(CURDIR)/reports/example
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv test-deps lint unit molecule image clean bench
+
+venv:
+	./scripts/bootstrap.sh
+
+## make demo: set everything up and run the pre-flight on the bundled example fleet.
+demo: venv
+	ansible-playbook playbooks/preflight.yml -i inventories/example \
+	  -e dlrack_report_dir=$(REPORT_DIR) -e dlrack_fail_on=never
+	@echo "reports: $(REPORT_DIR)/report.html report.json report.xml"
+
+test-deps: venv
+	./scripts/test-deps.sh
+
+## make test: install what the tests need, then lint + unit + every molecule scenario, one pytest run.
+test: test-deps
+	pytest -ra $(PYTEST_ARGS) tests
+
+unit: venv
+	pytest -ra -m "not molecule and not lint" $(PYTEST_ARGS) tests
+
+lint: venv
+	pytest -ra -m lint tests
+
+molecule: test-deps
+	pytest -ra -m molecule $(PYTEST_ARGS) tests
+
+image:
+	./scripts/build-image.sh
+
+bench: venv
+	python benchmarks/run.py
+
+clean:
+	rm -rf reports .cache .pytest_cache

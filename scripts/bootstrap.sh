@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Create .venv with the pinned Python dependencies and the Ansible collections the code uses,
+# and make this checkout importable as the collection dlrack.node.
+# Idempotent: a stamp file records what was installed; a second run reuses it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-/usr/bin/python3}
+ANSIBLE_WHEEL_VERSION=12.3.0   # bundles containers.podman, community.general, ansible.posix
+VENV=$ROOT/.venv
+COLL=$ROOT/.collections/ansible_collections
+stamp=$VENV/.dlrack-stamp
+want="$(sha256sum requirements.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)"
+
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "bootstrap: python3-venv is missing; installing it with apt" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null
+  fi
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  # Collections from the ansible wheel (Galaxy is not reachable): extract only what we use.
+  tmp=$(mktemp -d)
+  "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+      "ansible==$ANSIBLE_WHEEL_VERSION" -d "$tmp"
+  rm -rf "$VENV/collections"
+  mkdir -p "$VENV/collections"
+  "$VENV/bin/python" - "$tmp"/ansible-*.whl "$VENV/collections" <<'PYEOF'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+keep = ("ansible_collections/containers/podman/", "ansible_collections/community/general/",
+        "ansible_collections/ansible/posix/")
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, [n for n in z.namelist() if n.startswith(keep)])
+PYEOF
+  rm -rf "$tmp"
+  echo "$want" > "$stamp"
+fi
+
+# This checkout is the collection dlrack.node: link it where Ansible looks for collections.
+mkdir -p "$COLL/dlrack"
+ln -sfn "$ROOT" "$COLL/dlrack/node"
+for c in containers/podman community/general ansible/posix; do
+  mkdir -p "$COLL/${c%/*}"
+  ln -sfn "$VENV/collections/ansible_collections/$c" "$COLL/$c"
+done
+echo "bootstrap: .venv ready ($("$VENV/bin/ansible" --version | head -1))"
