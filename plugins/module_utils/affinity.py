@@ -1,0 +1,397 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU affinity planner: NUMA-local, disjoint, whole-core CPU sets for every GPU.
+
+Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DESIGN.md).
+
+``plan_gpu_affinity_report(hw, ...)`` returns::
+
+    {"schema": 1, "policy": ..., "options": {...},
+     "gpus": [{index, uuid, pci_bus_id, numa_node, cpus, cores, mems, slurm_cores, fallback}],
+     "reserved_cpus": "0,48", "warnings": [...]}
+
+``plan_gpu_affinity(hw, ...)`` returns only the ``gpus`` list.
+
+Guarantees (tests/unit/plugins/module_utils/test_affinity.py):
+
+- a GPU gets CPUs of its own NUMA node; when the node is unknown (``numa_node`` -1 or null on a
+  multi-node host) or has no CPUs (POWER9 GPU-memory nodes), the device's ``local_cpus`` are
+  used, and when those are missing too, all CPUs; ``fallback`` says which, ``warnings`` why;
+- sets are disjoint between GPUs and hold whole physical cores (SMT siblings together);
+- GPUs that share a pool get core counts that differ by at most one (contiguous blocks in
+  CPU-id order, lower GPU index first);
+- the lowest ``reserved_cores_per_socket`` cores of every socket are left to the OS (per NUMA
+  node when socket membership is unknown);
+- more GPUs than usable cores in a pool raises AffinityCapacityError naming pool and counts;
+- same input, same output (no dict/set iteration order leaks into the result).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    CpuListError,
+    format_cpulist,
+    parse_cpulist,
+)
+
+POLICIES = ("numa_local", "socket")
+
+SCHEMA = 1
+
+
+class AffinityError(ValueError):
+    """The dlrack_hw document or the options cannot be planned (message names the field)."""
+
+
+class AffinityCapacityError(AffinityError):
+    """More GPUs share a CPU pool than it has usable physical cores."""
+
+    def __init__(self, pool, gpus, cores, reserved):
+        self.pool = pool
+        self.gpus = gpus
+        self.cores = cores
+        self.reserved = reserved
+        AffinityError.__init__(
+            self,
+            "%s has %d usable physical core(s) (%d reserved for the OS) for %d GPU(s) %s: "
+            "every GPU needs at least one core of its own; lower "
+            "reserved_cores_per_socket, or move GPUs to other slots"
+            % (pool, cores, reserved, len(gpus), ",".join(str(g) for g in gpus)))
+
+
+def _cpus(value, field):
+    try:
+        return parse_cpulist(value)
+    except CpuListError as exc:
+        raise AffinityError("%s: %s" % (field, exc))
+
+
+def _int_or_none(value, field):
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise AffinityError("%s: expected an integer, got %r" % (field, value))
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise AffinityError("%s: expected an integer, got %r" % (field, value))
+
+
+class Topology:
+    """CPUs, physical cores, NUMA nodes and sockets of one host, from dlrack_hw.cpu."""
+
+    def __init__(self, hw, socket_cpus=None):
+        self.warnings = []
+        cpu = (hw or {}).get("cpu") or {}
+        if not isinstance(cpu, dict):
+            raise AffinityError("cpu: expected a mapping")
+        self.nodes = {}                   # node id -> sorted cpu ids (CPU-less nodes: [])
+        for i, node in enumerate(cpu.get("numa_nodes") or []):
+            if not isinstance(node, dict) or node.get("id") is None:
+                raise AffinityError("cpu.numa_nodes[%d]: expected {id, cpus}" % i)
+            nid = _int_or_none(node.get("id"), "cpu.numa_nodes[%d].id" % i)
+            if nid in self.nodes:
+                raise AffinityError("cpu.numa_nodes[%d].id: node %d listed twice" % (i, nid))
+            self.nodes[nid] = _cpus(node.get("cpus"), "cpu.numa_nodes[%d].cpus" % i)
+        seen = {}
+        for nid in sorted(self.nodes):
+            for c in self.nodes[nid]:
+                if c in seen:
+                    raise AffinityError("cpu.numa_nodes: cpu %d is in node %d and node %d"
+                                        % (c, seen[c], nid))
+                seen[c] = nid
+        self.node_of = seen
+
+        core_lists = cpu.get("core_cpus")
+        if not self.nodes:
+            # A declared host may give only counts: one node, CPUs 0..threads-1.
+            if core_lists:
+                allc = sorted(set(c for i, cl in enumerate(core_lists)
+                                  for c in _cpus(cl, "cpu.core_cpus[%d]" % i)))
+            else:
+                threads = _int_or_none(cpu.get("threads"), "cpu.threads")
+                if not threads:
+                    raise AffinityError("cpu.numa_nodes (or cpu.threads) is needed to plan "
+                                        "GPU affinity: declare the host's CPUs")
+                allc = list(range(threads))
+            self.nodes = {0: allc}
+            self.node_of = dict((c, 0) for c in allc)
+            self.warnings.append("cpu.numa_nodes absent: all CPUs treated as one NUMA node 0")
+        self.all_cpus = sorted(self.node_of)
+
+        # Physical cores: tuple of sibling CPU ids, keyed by its lowest CPU id.
+        self.core_of = {}
+        self.cores = {}
+        if core_lists:
+            for i, cl in enumerate(core_lists):
+                sib = tuple(_cpus(cl, "cpu.core_cpus[%d]" % i))
+                sib = tuple(c for c in sib if c in self.node_of)
+                if not sib:
+                    continue
+                if len(set(self.node_of[c] for c in sib)) != 1:
+                    raise AffinityError("cpu.core_cpus[%d]: siblings %s span NUMA nodes"
+                                        % (i, cl))
+                for c in sib:
+                    if c in self.core_of and self.core_of[c] != sib[0]:
+                        raise AffinityError("cpu.core_cpus[%d]: cpu %d is in two cores" % (i, c))
+                    self.core_of[c] = sib[0]
+                self.cores[sib[0]] = sib
+            missing = [c for c in self.all_cpus if c not in self.core_of]
+            if missing:
+                self.warnings.append("cpu.core_cpus does not list CPUs %s: each treated as "
+                                     "its own core" % format_cpulist(missing))
+        else:
+            missing = self.all_cpus
+            if missing:
+                self.warnings.append("cpu.core_cpus absent (declared host?): SMT siblings "
+                                     "unknown, each CPU treated as its own physical core")
+        for c in missing:
+            self.core_of[c] = c
+            self.cores[c] = (c,)
+
+        self.node_cores = {}
+        for key in sorted(self.cores):
+            self.node_cores.setdefault(self.node_of[key], []).append(key)
+        self.sockets = self._sockets(cpu, socket_cpus)
+
+    def _sockets(self, cpu, socket_cpus):
+        """List of sorted core-key lists, one per socket, or None when membership is unknown."""
+        explicit = socket_cpus if socket_cpus is not None else cpu.get("socket_cpus")
+        if explicit:
+            groups = [set(_cpus(s, "socket_cpus[%d]" % i)) for i, s in enumerate(explicit)]
+            out = []
+            for g in groups:
+                out.append(sorted(k for k in self.cores if k in g))
+            return out
+        n_sockets = _int_or_none(cpu.get("sockets"), "cpu.sockets")
+        cpu_nodes = [n for n in sorted(self.nodes) if self.node_cores.get(n)]
+        if n_sockets is not None and n_sockets <= 1:
+            return [sorted(self.cores)]
+        if n_sockets is None:
+            if len(cpu_nodes) == 1:
+                return [sorted(self.cores)]
+            self.warnings.append("cpu.sockets unknown: reserved cores are taken per NUMA node "
+                                 "and there is no socket fallback")
+            return None
+        if len(cpu_nodes) == n_sockets:
+            return [list(self.node_cores[n]) for n in cpu_nodes]
+        if len(cpu_nodes) % n_sockets == 0:
+            per = len(cpu_nodes) // n_sockets
+            self.warnings.append(
+                "socket membership inferred: %d NUMA nodes with CPUs on %d sockets, taken as "
+                "%d consecutive nodes per socket (give cpu.socket_cpus to state it)"
+                % (len(cpu_nodes), n_sockets, per))
+            return [sorted(k for n in cpu_nodes[i * per:(i + 1) * per] for k in self.node_cores[n])
+                    for i in range(n_sockets)]
+        self.warnings.append("%d NUMA nodes with CPUs do not divide into %d sockets: reserved "
+                             "cores are taken per NUMA node and there is no socket fallback"
+                             % (len(cpu_nodes), n_sockets))
+        return None
+
+    def socket_index_of(self, core_key):
+        for i, s in enumerate(self.sockets or []):
+            if core_key in s:
+                return i
+        return None
+
+    def cpus_of(self, core_keys, include_smt=True):
+        out = []
+        for k in core_keys:
+            out.extend(self.cores[k] if include_smt else self.cores[k][:1])
+        return sorted(out)
+
+    def slurm_core_index(self):
+        """Map core key -> Slurm abstract core index.
+
+        Slurm numbers cores "logically": core 0 is the first core of the first socket, core 1
+        the second core of the first socket, ..., the same as hwloc's ``Core L#`` (gres.conf(5),
+        https://slurm.schedmd.com/gres.conf.html, note under Cores). hwloc orders siblings by
+        their cpuset, so within a socket cores go by their lowest CPU id. Order: (socket, lowest
+        CPU id); without socket membership, sockets are assumed to be taken in CPU-id order,
+        which is the same ordering when sockets are not interleaved.
+        """
+        if self.sockets:
+            order = [k for s in sorted(self.sockets, key=lambda s: s[0] if s else -1)
+                     for k in s]
+            rest = sorted(k for k in self.cores if k not in set(order))
+            order += rest
+        else:
+            order = sorted(self.cores)
+        return dict((k, i) for i, k in enumerate(order))
+
+
+def _gpu_field(gpu, i, name):
+    return gpu.get(name) if isinstance(gpu, dict) else None
+
+
+def _validate_options(reserved, include_smt, policy, max_cores):
+    if policy not in POLICIES:
+        raise AffinityError("policy: %r is not one of %s" % (policy, ", ".join(POLICIES)))
+    if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
+        raise AffinityError("reserved_cores_per_socket: expected an integer >= 0, got %r"
+                            % (reserved,))
+    if isinstance(max_cores, bool) or not isinstance(max_cores, int) or max_cores < 0:
+        raise AffinityError("max_cores_per_gpu: expected an integer >= 0 (0 = no limit), got %r"
+                            % (max_cores,))
+    if not isinstance(include_smt, bool):
+        raise AffinityError("include_smt: expected true or false, got %r" % (include_smt,))
+
+
+def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
+                             policy="numa_local", max_cores_per_gpu=0, socket_cpus=None):
+    """Plan per-GPU CPU sets; return the full report (see module docstring)."""
+    _validate_options(reserved_cores_per_socket, include_smt, policy, max_cores_per_gpu)
+    if not isinstance(hw, dict):
+        raise AffinityError("dlrack_hw: expected a mapping, got %s" % type(hw).__name__)
+    gpus_in = hw.get("gpus") or []
+    if not isinstance(gpus_in, list):
+        raise AffinityError("gpus: expected a list")
+    report = {
+        "schema": SCHEMA,
+        "policy": policy,
+        "options": {
+            "reserved_cores_per_socket": reserved_cores_per_socket,
+            "include_smt": include_smt,
+            "max_cores_per_gpu": max_cores_per_gpu,
+        },
+        "gpus": [],
+        "reserved_cpus": "",
+        "warnings": [],
+    }
+    if not gpus_in:
+        return report
+    topo = Topology(hw, socket_cpus=socket_cpus)
+    warnings = report["warnings"]
+    warnings.extend(topo.warnings)
+
+    # 1. Reserved cores: the lowest N cores (by lowest CPU id) of each socket, or of each node.
+    reserved = set()
+    if reserved_cores_per_socket:
+        groups = topo.sockets if topo.sockets is not None else [
+            topo.node_cores[n] for n in sorted(topo.node_cores)]
+        for g in groups:
+            reserved.update(sorted(g)[:reserved_cores_per_socket])
+    report["reserved_cpus"] = format_cpulist(topo.cpus_of(sorted(reserved)))
+
+    # 2. Each GPU's pool: (label, frozenset of core keys, fallback).
+    gpus = []
+    for i, g in enumerate(gpus_in):
+        if not isinstance(g, dict):
+            raise AffinityError("gpus[%d]: expected a mapping" % i)
+        idx = _int_or_none(g.get("index"), "gpus[%d].index" % i)
+        gpus.append((idx if idx is not None else i, i, g))
+    gpus.sort(key=lambda t: (t[0], t[1]))
+    if len(set(t[0] for t in gpus)) != len(gpus):
+        raise AffinityError("gpus: index values are not unique")
+
+    cpu_nodes = [n for n in sorted(topo.node_cores)]
+    pools = {}
+    for idx, i, g in gpus:
+        field = "gpus[%d]" % i
+        node = _int_or_none(g.get("numa_node"), field + ".numa_node")
+        local = [c for c in _cpus(g.get("local_cpus"), field + ".local_cpus") if c in topo.node_of]
+        label, keys, fallback = None, None, None
+        if node is not None and node >= 0 and topo.node_cores.get(node):
+            label, keys = "NUMA node %d" % node, topo.node_cores[node]
+        elif (node is None or node < 0) and len(cpu_nodes) == 1:
+            label, keys = "NUMA node %d" % cpu_nodes[0], topo.node_cores[cpu_nodes[0]]
+        else:
+            if node is not None and node >= 0:
+                why = ("numa_node %d has no CPUs" % node if node in topo.nodes
+                       else "numa_node %d is not in cpu.numa_nodes" % node)
+            else:
+                why = "numa_node is %s on a host with %d NUMA nodes" % (
+                    "null" if node is None else node, len(cpu_nodes))
+            if local and len(local) < len(topo.all_cpus):
+                keys = sorted(set(topo.core_of[c] for c in local))
+                label, fallback = "local_cpus %s" % format_cpulist(local), "local_cpus"
+                for s_i, s in enumerate(topo.sockets or []):
+                    if set(keys) == set(s):
+                        label, fallback = "socket %d" % s_i, "socket"
+                warnings.append("GPU %d (%s): %s; using its %s" % (
+                    idx, g.get("pci_bus_id"), why, label))
+            else:
+                keys = sorted(topo.cores)
+                label, fallback = "all CPUs", "all"
+                warnings.append("GPU %d (%s): %s and local_cpus %s; using all CPUs" % (
+                    idx, g.get("pci_bus_id"), why,
+                    "cover every CPU" if local else "are unknown"))
+        if policy == "socket" and fallback is None:
+            s_i = topo.socket_index_of(keys[0])
+            if topo.sockets is None or s_i is None:
+                warnings.append("GPU %d: policy socket but socket membership unknown; "
+                                "using %s" % (idx, label))
+            else:
+                label, keys = "socket %d" % s_i, topo.sockets[s_i]
+        key = frozenset(keys)
+        pools.setdefault(key, {"label": label, "gpus": [], "fallback": fallback, "node": node})
+        pools[key]["gpus"].append((idx, i, g, node, fallback))
+
+    # 3. Split each pool among its GPUs. Narrow pools first, so a fallback pool that overlaps
+    #    node pools (all CPUs) takes only what the node-local GPUs left.
+    assigned = set()
+    result = {}
+    slurm_index = topo.slurm_core_index()
+    for key in sorted(pools, key=lambda k: (len(k), min(k) if k else -1)):
+        pool = pools[key]
+        avail = sorted(k for k in key if k not in reserved and k not in assigned)
+        n = len(pool["gpus"])
+        n_reserved = len([k for k in key if k in reserved])
+        if len(avail) < n:
+            raise AffinityCapacityError(pool["label"], [t[0] for t in pool["gpus"]],
+                                        len(avail), n_reserved)
+        base, extra = divmod(len(avail), n)
+        if max_cores_per_gpu and base >= max_cores_per_gpu:
+            base, extra = max_cores_per_gpu, 0
+        pos = 0
+        for j, (idx, i, g, node, fallback) in enumerate(pool["gpus"]):
+            take = base + (1 if j < extra else 0)
+            mine = avail[pos:pos + take]
+            pos += take
+            assigned.update(mine)
+            cpus = topo.cpus_of(mine, include_smt)
+            mems = sorted(set(topo.node_of[c] for c in cpus))
+            result[idx] = {
+                "index": idx,
+                "uuid": g.get("uuid"),
+                "pci_bus_id": g.get("pci_bus_id"),
+                "numa_node": node if node is not None else -1,
+                "cpus": format_cpulist(cpus),
+                "cores": len(mine),
+                "mems": format_cpulist(mems),
+                "slurm_cores": format_cpulist(slurm_index[k] for k in mine),
+                "fallback": fallback,
+            }
+    report["gpus"] = [result[t[0]] for t in gpus]
+    return report
+
+
+def plan_gpu_affinity(hw, **options):
+    """The plan only: one entry per GPU in index order (see plan_gpu_affinity_report)."""
+    return plan_gpu_affinity_report(hw, **options)["gpus"]
+
+
+def slurm_cores(hw, cpus, socket_cpus=None):
+    """Convert OS CPU ids (cpulist) to Slurm abstract core indices (cpulist) for gres.conf.
+
+    A core is counted when any of its CPUs is in ``cpus``.
+    """
+    topo = Topology(hw, socket_cpus=socket_cpus)
+    index = topo.slurm_core_index()
+    keys = set(topo.core_of[c] for c in _cpus(cpus, "cpus") if c in topo.core_of)
+    return format_cpulist(index[k] for k in keys)
+
+
+def gres_conf_lines(report, name="gpu", file_template="/dev/nvidia{index}", gpu_type=None):
+    """gres.conf lines, one per GPU: ``Name=gpu [Type=..] File=/dev/nvidiaN Cores=<slurm>``."""
+    lines = []
+    for gpu in report.get("gpus", []):
+        parts = ["Name=%s" % name]
+        if gpu_type:
+            parts.append("Type=%s" % gpu_type)
+        parts.append("File=%s" % file_template.format(**gpu))
+        parts.append("Cores=%s" % gpu["slurm_cores"])
+        lines.append(" ".join(parts))
+    return lines
