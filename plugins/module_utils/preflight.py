@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Glue between inventory variables and the rule engine, shared by the action plugin, the filter
+and the benchmarks: which document to judge for a host, and the fleet run with its reports."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dlrack.node.plugins.module_utils.report import summary_lines, write_reports
+from ansible_collections.dlrack.node.plugins.module_utils.rules import evaluate_fleet
+
+HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
+             "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
+
+
+def _plain(value):
+    """Turn Ansible's lazy/templated containers into plain Python data."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def collect_host_inputs(host, hostvars):
+    """Build evaluate_host() keyword arguments from one host's variables."""
+    get = hostvars.get
+    declared = _plain(get("dlrack_hw")) if get("dlrack_hw") is not None else None
+    gathered = _plain(get("dlrack_hw_gathered")) if get("dlrack_hw_gathered") is not None else None
+    if gathered is not None:
+        hw = gathered
+        decl = declared if isinstance(declared, dict) and declared.get("source", "declared") == "declared" else None
+    else:
+        hw, decl = declared, None
+    return {
+        "hw": hw,
+        "declared": decl,
+        "profile": get("dlrack_profile") or "training",
+        "thresholds": _plain(get("dlrack_thresholds")) or None,
+        "severity": _plain(get("dlrack_severity")) or None,
+        "workload": _plain(get("dlrack_workload")) or None,
+        "external_archive": get("dlrack_external_archive") or None,
+    }
+
+
+def failed_hosts(results, fail_on):
+    if fail_on == "never":
+        return []
+    bad = ("fail",) if fail_on == "error" else ("fail", "warn")
+    return sorted(h for h, r in results.items() if r["status"] in bad)
+
+
+def run_preflight(inputs, report_dir=None, fail_on="error", drift=None):
+    results, summary = evaluate_fleet(inputs)
+    out = {
+        "summary": summary,
+        "host_status": {h: r["status"] for h, r in results.items()},
+        "failed_hosts": failed_hosts(results, fail_on),
+        "lines": summary_lines(results, summary),
+    }
+    if report_dir:
+        out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,
+                                            meta={"fail_on": fail_on})
+        out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+    return out
