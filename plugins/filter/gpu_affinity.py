@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters: gpu_affinity_plan, gpu_affinity_gres_conf (thin wrappers around module_utils/affinity)."""
+"""Filters gpu_affinity_plan, gpu_affinity_gres_conf, gpu_affinity_service_pins.
+
+Thin wrappers around module_utils/affinity.py; errors become AnsibleFilterError.
+"""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -86,6 +89,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.affinity import (
     AffinityError,
     gres_conf_lines,
     plan_gpu_affinity_report,
+    service_pins,
 )
 
 
@@ -112,9 +116,19 @@ def gpu_affinity_gres_conf(report, name="gpu", file_template="/dev/nvidia{index}
         raise AnsibleFilterError("gpu_affinity_gres_conf: %s" % exc)
 
 
+def gpu_affinity_service_pins(report, services):
+    if isinstance(report, list):
+        report = {"gpus": report}
+    try:
+        return service_pins(report, services)
+    except AffinityError as exc:
+        raise AnsibleFilterError("gpu_affinity_service_pins: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "gpu_affinity_plan": gpu_affinity_plan,
             "gpu_affinity_gres_conf": gpu_affinity_gres_conf,
+            "gpu_affinity_service_pins": gpu_affinity_service_pins,
         }

@@ -395,3 +395,39 @@ def gres_conf_lines(report, name="gpu", file_template="/dev/nvidia{index}", gpu_
         parts.append("Cores=%s" % gpu["slurm_cores"])
         lines.append(" ".join(parts))
     return lines
+
+
+def service_pins(report, services):
+    """systemd pins: one {name, gpus, cpus, mems, policy} per service from the plan report.
+
+    ``services``: [{name, gpus: [plan index, ...], numa_policy: bind|preferred|none}];
+    cpus/mems are the union over the listed GPUs (CPUAffinity= / NUMAMask= values).
+    """
+    by_index = dict((g["index"], g) for g in report.get("gpus", []))
+    out = []
+    for i, svc in enumerate(services or []):
+        if not isinstance(svc, dict) or not svc.get("name"):
+            raise AffinityError("gpu_affinity_systemd_services[%d]: needs a name" % i)
+        gpus = svc.get("gpus")
+        if not isinstance(gpus, list) or not gpus:
+            raise AffinityError("gpu_affinity_systemd_services[%d] (%s): gpus must be a "
+                                "non-empty list of GPU indices" % (i, svc["name"]))
+        policy = svc.get("numa_policy", "preferred")
+        if policy not in ("bind", "preferred", "none"):
+            raise AffinityError("gpu_affinity_systemd_services[%d] (%s): numa_policy must be "
+                                "bind, preferred or none" % (i, svc["name"]))
+        cpus, mems = set(), set()
+        for g in gpus:
+            idx = _int_or_none(g, "gpu_affinity_systemd_services[%d].gpus" % i)
+            if idx not in by_index:
+                raise AffinityError("gpu_affinity_systemd_services[%d] (%s): GPU %s is not in "
+                                    "the plan (GPUs %s)" % (i, svc["name"], g, ",".join(
+                                        str(k) for k in sorted(by_index)) or "none"))
+            cpus.update(parse_cpulist(by_index[idx]["cpus"]))
+            mems.update(parse_cpulist(by_index[idx].get("mems") or ""))
+        if policy == "preferred" and len(mems) > 1:
+            policy = "bind"  # systemd's preferred takes one node; several: bind to them
+        name = svc["name"] if "." in svc["name"] else svc["name"] + ".service"
+        out.append({"name": name, "gpus": [int(g) for g in gpus], "cpus": format_cpulist(cpus),
+                    "mems": format_cpulist(mems), "policy": policy})
+    return out
