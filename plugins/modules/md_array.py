@@ -1,0 +1,306 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: md_array
+short_description: Create or assemble a Linux md RAID array, safely and idempotently
+description:
+  - Decides first, acts only outside check mode, runs C(mdadm) with argument lists only.
+  - If an array with this I(name) is running with the requested members and level, nothing is done.
+  - If the members carry the superblock of an array with this I(name) (one UUID) but it is not
+    running, it is assembled (an interrupted run is completed, never re-created).
+  - Otherwise the array is created with C(--assume-clean) (no initial resync; every member must be
+    blank, so parity over zeros is already consistent).
+  - A member with any other signature (filesystem, partition table, a foreign md superblock), with
+    holders or mounted, is refused unless listed in I(allow_signatures).
+  - In check mode the module reports the action and the exact command it would run.
+options:
+  name:
+    description: Array name (stored in the superblock as C(homehost:name)); the device is C(/dev/md/<name>).
+    type: str
+    required: true
+  level:
+    description: RAID level.
+    type: int
+    required: true
+    choices: [0, 1, 5, 6, 10]
+  devices:
+    description: Member devices (paths; C(/dev/disk/by-id) links are resolved).
+    type: list
+    elements: path
+    required: true
+  chunk_kb:
+    description: Chunk size in KiB (ignored for RAID1).
+    type: int
+    default: 512
+  metadata:
+    description: Superblock format.
+    type: str
+    default: "1.2"
+  allow_signatures:
+    description: Members that may carry other signatures; they are overwritten by the create.
+    type: list
+    elements: path
+    default: []
+author: dlrack.node contributors
+"""
+
+EXAMPLES = r"""
+- name: Hot tier RAID0 over two NVMe namespaces
+  dlrack.node.md_array:
+    name: dlrack-hot
+    level: 0
+    chunk_kb: 512
+    devices:
+      - /dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000001
+      - /dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000002
+"""
+
+RETURN = r"""
+action:
+  description: What was (or in check mode would be) done.
+  type: str
+  returned: always
+  sample: create
+argv:
+  description: The mdadm command run (or planned), as a list; empty when nothing is to be done.
+  type: list
+  returned: always
+device:
+  description: The array device path C(/dev/md/<name>).
+  type: str
+  returned: always
+md_device:
+  description: The kernel device (C(/dev/md127)); null in check mode before the array exists.
+  type: str
+  returned: always
+uuid:
+  description: The array UUID (mdadm colon form); null in check mode before creation.
+  type: str
+  returned: always
+conf_line:
+  description: The mdadm.conf ARRAY line for this array; null until the UUID is known.
+  type: str
+  returned: always
+members:
+  description: Resolved member devices.
+  type: list
+  returned: always
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}
+
+
+class MdError(Exception):
+    pass
+
+
+def parse_export(text):
+    """``KEY=value`` lines (mdadm --export, blkid -o export) to a dict."""
+    out = {}
+    for line in (text or "").splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def name_matches(md_name, name):
+    return bool(md_name) and (md_name == name or md_name.rsplit(":", 1)[-1] == name)
+
+
+def detail_members(detail):
+    """Member device paths from ``mdadm --detail --export``."""
+    return sorted(v for k, v in detail.items() if k.startswith("MD_DEVICE_") and k.endswith("_DEV"))
+
+
+def decide(name, level, members, running, examined, signatures, holders, allow, chunk_kb, metadata):
+    """Pure decision. Returns ``(action, argv, info)``; raises MdError with a message to refuse.
+
+    running:    {md_dev: detail dict} of active arrays (mdadm --detail --export)
+    examined:   {member: examine dict} (mdadm --examine --export; {} when no superblock)
+    signatures: {member: blkid -p export dict}
+    holders:    {member: [holder names]}
+    """
+    want = sorted(members)
+    device = "/dev/md/%s" % name
+    for md_dev, det in sorted(running.items()):
+        if not name_matches(det.get("MD_NAME"), name):
+            continue
+        have = detail_members(det)
+        if det.get("MD_LEVEL") != LEVEL_NAMES[level]:
+            raise MdError("array %s (%s) is running as %s, wanted %s; not changing an existing array"
+                          % (device, md_dev, det.get("MD_LEVEL"), LEVEL_NAMES[level]))
+        if sorted(have) != want:
+            missing = [m for m in want if m not in have]
+            extra = [m for m in have if m not in want]
+            if extra or not have or len(missing) == len(want):
+                raise MdError("array %s (%s) is running with members %s, wanted %s; not changing an existing "
+                              "array (grow or replace members by hand)" % (device, md_dev, ", ".join(have),
+                                                                          ", ".join(want)))
+            return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID"),
+                                "warning": "array %s is degraded: %s missing" % (device, ", ".join(missing))}
+        return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID")}
+    # Not running: do the members carry this array's superblock?
+    ours = {m: e for m, e in examined.items() if e.get("MD_UUID") and name_matches(e.get("MD_NAME"), name)}
+    if ours:
+        uuids = sorted(set(e["MD_UUID"] for e in ours.values()))
+        blank = [m for m in want if m not in ours]
+        if len(uuids) > 1:
+            raise MdError("members of %s carry different array UUIDs (%s); assemble or clean them by hand"
+                          % (device, ", ".join(uuids)))
+        if blank:
+            raise MdError("only some members carry the superblock of %s (UUID %s); %s do not. Not assembling "
+                          "or re-creating; inspect with mdadm --examine" % (device, uuids[0], ", ".join(blank)))
+        for m in want:
+            if holders.get(m):
+                raise MdError("%s is held by %s (an inactive or partly assembled array?); run mdadm --stop on "
+                              "it first" % (m, ", ".join(holders[m])))
+        return "assemble", ["mdadm", "--assemble", device, "--uuid=%s" % uuids[0]] + want, {"uuid": uuids[0]}
+    problems = []
+    for m in want:
+        if holders.get(m):
+            problems.append("%s is held by %s" % (m, ", ".join(holders[m])))
+            continue
+        if m in allow:
+            continue
+        e = examined.get(m) or {}
+        s = signatures.get(m) or {}
+        if e.get("MD_UUID"):
+            problems.append("%s is a member of another md array %s (UUID %s)" % (m, e.get("MD_NAME"), e["MD_UUID"]))
+        elif s.get("PTTYPE"):
+            problems.append("%s has a %s partition table" % (m, s["PTTYPE"]))
+        elif s.get("TYPE"):
+            problems.append("%s carries a %s signature%s" % (m, s["TYPE"], " (label %s)" % s["LABEL"]
+                                                               if s.get("LABEL") else ""))
+    if problems:
+        raise MdError("refusing to create %s: %s. Nothing was changed." % (device, "; ".join(problems)))
+    argv = ["mdadm", "--create", device, "--run", "--assume-clean", "--metadata=%s" % metadata,
+            "--level=%d" % level, "--raid-devices=%d" % len(want), "--name=%s" % name]
+    if level != 1:
+        argv.append("--chunk=%d" % chunk_kb)
+    return "create", argv + want, {}
+
+
+class Runner:
+    def __init__(self, module):
+        self.module = module
+
+    def run(self, argv, check_rc=False):
+        rc, out, err = self.module.run_command(argv, check_rc=False)
+        if check_rc and rc != 0:
+            raise MdError("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
+        return rc, out, err
+
+    def running_arrays(self):
+        arrays = {}
+        if not os.path.isdir("/sys/block"):
+            return arrays
+        for dev in sorted(os.listdir("/sys/block")):
+            if not dev.startswith("md"):
+                continue
+            rc, out, _err = self.run(["mdadm", "--detail", "--export", "/dev/" + dev])
+            if rc == 0:
+                arrays["/dev/" + dev] = parse_export(out)
+        return arrays
+
+    def examine(self, dev):
+        rc, out, _err = self.run(["mdadm", "--examine", "--export", dev])
+        return parse_export(out) if rc == 0 else {}
+
+    def blkid(self, dev):
+        rc, out, _err = self.run(["blkid", "-p", "-o", "export", dev])
+        return parse_export(out) if rc == 0 else {}
+
+
+def holders_of(dev):
+    name = os.path.basename(os.path.realpath(dev))
+    path = "/sys/class/block/%s/holders" % name
+    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+
+def conf_line(device, uuid, name, metadata):
+    # UUID only: the name in the superblock carries the homehost, which may differ after a rename.
+    return "ARRAY %s metadata=%s UUID=%s" % (device, metadata, uuid) if uuid else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            level=dict(type="int", required=True, choices=[0, 1, 5, 6, 10]),
+            devices=dict(type="list", elements="path", required=True),
+            chunk_kb=dict(type="int", default=512),
+            metadata=dict(type="str", default="1.2"),
+            allow_signatures=dict(type="list", elements="path", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    name = p["name"]
+    result = dict(changed=False, action="none", argv=[], device="/dev/md/%s" % name, md_device=None,
+                  uuid=None, conf_line=None, members=[])
+    if module.get_bin_path("mdadm") is None:
+        module.fail_json(msg="mdadm is not installed on %s; install the mdadm package" % name, **result)
+    runner = Runner(module)
+    members, missing = [], []
+    for dev in p["devices"]:
+        real = os.path.realpath(dev)
+        if not os.path.exists(real):
+            missing.append(dev)
+        members.append(real)
+    if missing:
+        module.fail_json(msg="md_array %s: member devices do not exist: %s" % (name, ", ".join(missing)), **result)
+    if len(set(members)) != len(members):
+        module.fail_json(msg="md_array %s: a device is listed twice: %s" % (name, ", ".join(p["devices"])), **result)
+    result["members"] = members
+    allow = set(os.path.realpath(a) for a in p["allow_signatures"])
+    try:
+        running = runner.running_arrays()
+        examined = dict((m, runner.examine(m)) for m in members)
+        signatures = dict((m, runner.blkid(m)) for m in members)
+        holders = dict((m, holders_of(m)) for m in members)
+        action, argv, info = decide(name, p["level"], members, running, examined, signatures, holders, allow,
+                                    p["chunk_kb"], p["metadata"])
+    except MdError as e:
+        module.fail_json(msg="md_array %s: %s" % (name, e), **result)
+    result.update(action=action, argv=argv, md_device=info.get("md_device"), uuid=info.get("uuid"))
+    if info.get("warning"):
+        module.warn(info["warning"])
+    if action == "none":
+        result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
+        module.exit_json(**result)
+    result["changed"] = True
+    if module.check_mode:
+        result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
+        module.exit_json(**result)
+    try:
+        if action == "create":
+            for m in members:
+                if m in allow:
+                    runner.run(["wipefs", "--all", m], check_rc=True)
+        runner.run(argv, check_rc=True)
+        if module.get_bin_path("udevadm"):
+            runner.run(["udevadm", "settle", "--timeout=30"])
+        rc, out, err = runner.run(["mdadm", "--detail", "--export", result["device"]], check_rc=True)
+    except MdError as e:
+        module.fail_json(msg="md_array %s: %s" % (name, e), **result)
+    det = parse_export(out)
+    result["uuid"] = det.get("MD_UUID")
+    result["md_device"] = os.path.realpath(result["device"])
+    result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
