@@ -6,7 +6,7 @@ appended ``lscpu -p`` parsable section), ``lscpu -e`` tables and ``lscpu -J`` JS
 
 ``parse_lscpu`` / ``parse_lscpu_json`` return::
 
-    {fields: {key: value}, architecture, model_name, vendor_id, vendor (amd|intel|arm|ibm|other),
+    {fields: {key: value}, architecture, model_name, vendor_id, vendor (amd|intel|arm|other),
      cpus, online, threads_per_core, cores_per_socket, sockets, physical_cores,
      numa_nodes: [{id, cpus ('0-62:2' normalised to '0,2,4,...' ranges), cpu_ids: [...]}],
      hypervisor_vendor, virtualization_type, flags: [...],
@@ -44,8 +44,6 @@ def vendor_from_id(vendor_id, model_name=None, architecture=None):
     if v in ("arm", "apm", "cavium", "ampere", "hisilicon", "nvidia", "qualcomm", "fujitsu") \
             or a.startswith(("aarch64", "arm")):
         return "arm"
-    if "power" in m or a.startswith("ppc"):
-        return "ibm"
     return "other" if (v or m) else None
 
 

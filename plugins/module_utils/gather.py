@@ -1,0 +1,697 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Gather a ``dlrack_hw`` document (DESIGN.md, "The one contract") from a live host.
+
+One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
+(when it exists), ``dmidecode -t memory`` (as root, when it exists) and ``blkid -p`` per disk and
+partition (as root). Commands go through an injected ``run_command(argv) -> (rc, out, err)`` so
+the module can pass ``AnsibleModule.run_command`` and tests can pass real captured outputs.
+
+Nothing here fails for a missing GPU, driver, dmidecode, EDAC or for running unprivileged: the
+field is ``None`` (or the list empty) and, when something was tried and failed, a line is added
+to ``errors``. Unknown values are ``None``, never guessed.
+
+Keys beyond the contract (all optional for consumers): ``cpu.{cores_per_socket,
+threads_per_core, vendor_id, family, model_id, stepping}``, ``memory.{installed_mb, dimm_count,
+dimms}``, ``gpus[].{driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
+ecc_errors, retired_pages, remapped_rows}``, ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
+``disks[].{path, rotational, removable, wwid, wwn, by_id_all, probe}``, ``host``, ``uptime_s``,
+``errors``.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import shutil
+import subprocess
+
+from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    CpuListError, format_cpulist, parse_cpulist)
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmidecode as dmi_parser
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi as nvsmi
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import sysfs_pci
+
+try:
+    from ansible_collections.dlrack.node.plugins.module_utils.edac import read_edac_sysfs
+except ImportError:  # pragma: no cover - edac.py ships with the collection
+    read_edac_sysfs = None
+
+SCHEMA_VERSION = 1
+SUBSETS = ("cpu", "memory", "gpus", "disks", "edac", "host")
+SKIP_DISK_PREFIXES = ("loop", "ram", "zram", "sr", "dm-", "md", "fd", "nbd")
+SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr")
+NVIDIA_VENDOR = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")
+TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+# --------------------------------------------------------------------------------------------
+# small safe readers (never raise)
+
+def _p(root, path):
+    return os.path.join(root, path.lstrip("/"))
+
+
+def _read(path, limit=1 << 20):
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except (IOError, OSError):
+        return None
+    try:
+        return data.decode("utf-8", "replace").strip()
+    except Exception:  # pragma: no cover
+        return None
+
+
+def _read_int(path):
+    v = _read(path)
+    if v is None:
+        return None
+    v = v.strip()
+    if re.match(r"^-?\d+$", v):
+        return int(v)
+    return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+def _natural(name):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _cpulist(text):
+    """Normalised cpulist string or None when unreadable/garbled."""
+    if text is None:
+        return None
+    try:
+        return format_cpulist(parse_cpulist(text))
+    except CpuListError:
+        return None
+
+
+def _readlink_base(path):
+    try:
+        return os.path.basename(os.readlink(path))
+    except (IOError, OSError):
+        return None
+
+
+def default_run_command(argv):
+    """subprocess-based runner: (rc, stdout, stderr) as text, LC_ALL=C, never raises."""
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 127, "", str(exc)
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"))
+
+
+def find_tool(name, root="/"):
+    """Path of ``name``: PATH plus the sbin dirs on a live root; under a test root, the tool
+    exists when ``<root>/usr/bin/<name>`` (or another usual dir) exists."""
+    if root in ("/", "", None):
+        path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(TOOL_DIRS)
+        return shutil.which(name, path=path)
+    for d in TOOL_DIRS:
+        cand = _p(root, os.path.join(d, name))
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# cpu
+
+_VENDORS = {"authenticamd": "amd", "hygongenuine": "amd", "genuineintel": "intel"}
+
+
+def _parse_cpuinfo(text):
+    info = {"model": None, "vendor_id": None, "family": None, "model_id": None, "stepping": None,
+            "flags": None, "implementer": None, "hypervisor": False}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key in ("model name", "cpu") and info["model"] is None and value:
+            info["model"] = re.sub(r"\s+", " ", value)
+        elif key == "vendor_id" and info["vendor_id"] is None:
+            info["vendor_id"] = value
+        elif key == "cpu family" and info["family"] is None:
+            info["family"] = int(value) if value.isdigit() else None
+        elif key == "model" and info["model_id"] is None:
+            info["model_id"] = int(value) if value.isdigit() else None
+        elif key == "stepping" and info["stepping"] is None:
+            info["stepping"] = int(value) if value.isdigit() else None
+        elif key in ("flags", "features") and info["flags"] is None:
+            info["flags"] = value.split()
+            info["hypervisor"] = "hypervisor" in info["flags"]
+        elif key == "cpu implementer" and info["implementer"] is None:
+            info["implementer"] = value
+    return info
+
+
+def _vendor(info):
+    v = (info.get("vendor_id") or "").lower()
+    if v in _VENDORS:
+        return _VENDORS[v]
+    if info.get("implementer") or "arm" in v:
+        return "arm"
+    if info.get("model") or v:
+        return "other"
+    return None
+
+
+def _gather_cpu(root, cpuinfo):
+    cpu = {"model": cpuinfo["model"], "vendor": _vendor(cpuinfo), "sockets": None, "cores": None,
+           "threads": None, "pcie_lanes": None, "numa_nodes": None, "core_cpus": None,
+           "cores_per_socket": None, "threads_per_core": None, "vendor_id": cpuinfo["vendor_id"],
+           "family": cpuinfo["family"], "model_id": cpuinfo["model_id"],
+           "stepping": cpuinfo["stepping"]}
+    base = _p(root, "/sys/devices/system/cpu")
+    packages, siblings, threads = set(), {}, 0
+    for name in _listdir(base):
+        if not re.match(r"^cpu\d+$", name):
+            continue
+        topo = os.path.join(base, name, "topology")
+        if not os.path.isdir(topo):
+            continue  # offline CPU
+        threads += 1
+        pkg = _read_int(os.path.join(topo, "physical_package_id"))
+        if pkg is not None:
+            packages.add(pkg)
+        sib = _cpulist(_read(os.path.join(topo, "thread_siblings_list"))
+                       or _read(os.path.join(topo, "core_cpus_list")))
+        if sib is None:
+            sib = name[3:]  # no sibling info: count the thread as its own core
+        siblings.setdefault(sib, True)
+    if threads:
+        cpu["threads"] = threads
+        cpu["sockets"] = len(packages) or None
+        cores = sorted(siblings, key=lambda s: parse_cpulist(s)[0])
+        cpu["cores"] = len(cores)
+        cpu["core_cpus"] = cores
+        if cpu["sockets"] and cpu["cores"] % cpu["sockets"] == 0:
+            cpu["cores_per_socket"] = cpu["cores"] // cpu["sockets"]
+        if threads % cpu["cores"] == 0:
+            cpu["threads_per_core"] = threads // cpu["cores"]
+    nbase = _p(root, "/sys/devices/system/node")
+    if os.path.isdir(nbase):
+        nodes = []
+        for name in sorted(_listdir(nbase), key=_natural):
+            m = re.match(r"^node(\d+)$", name)
+            if not m:
+                continue
+            cpus = _cpulist(_read(os.path.join(nbase, name, "cpulist")))
+            mem = None
+            meminfo = _read(os.path.join(nbase, name, "meminfo"))
+            mm = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo or "")
+            if mm:
+                mem = int(mm.group(1)) // 1024
+            nodes.append({"id": int(m.group(1)), "cpus": cpus if cpus is not None else "",
+                          "memory_mb": mem})
+        cpu["numa_nodes"] = nodes
+    return cpu
+
+
+# --------------------------------------------------------------------------------------------
+# memory
+
+def _gather_memory(root, want_memory, want_edac, run, dmidecode_path, errors):
+    mem = {"total_mb": None, "ecc": "unknown" if want_memory else None, "edac": None}
+    if want_memory:
+        mm = re.search(r"^MemTotal:\s+(\d+)\s*kB", _read(_p(root, "/proc/meminfo")) or "", re.M)
+        if mm:
+            mem["total_mb"] = int(mm.group(1)) // 1024
+        if dmidecode_path:
+            rc, out, err = run([dmidecode_path, "-t", "memory"])
+            if rc != 0:
+                errors.append("dmidecode -t memory failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+            else:
+                try:
+                    parsed = dmi_parser.parse_dmidecode(out)
+                except ParseError as exc:
+                    errors.append(str(exc))
+                else:
+                    mem["ecc"] = parsed["ecc"]
+                    dimms = [d for d in parsed["dimms"] if d.get("size_mb")]
+                    mem["dimm_count"] = len(dimms)
+                    mem["installed_mb"] = sum(d["size_mb"] for d in dimms) or None
+                    mem["dimms"] = [dict((k, d.get(k)) for k in (
+                        "locator", "size_mb", "type", "speed", "manufacturer", "part_number",
+                        "total_width", "data_width", "ecc_width")) for d in dimms]
+    if want_edac and read_edac_sysfs is not None:
+        try:
+            full = read_edac_sysfs(root)
+        except Exception as exc:  # the EDAC reader promises not to raise; be safe anyway
+            errors.append("EDAC sysfs: %s" % exc)
+            full = None
+        if full:
+            mem["edac"] = dict((k, full.get(k)) for k in ("driver", "controllers", "corrected",
+                                                          "uncorrected"))
+    return mem
+
+
+# --------------------------------------------------------------------------------------------
+# gpus
+
+def _sysfs_gpus(root):
+    base = _p(root, "/sys/bus/pci/devices")
+    gpus = []
+    for name in _listdir(base):
+        d = os.path.join(base, name)
+        vendor = (_read(os.path.join(d, "vendor")) or "").lower()
+        cls = (_read(os.path.join(d, "class")) or "").lower()
+        if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
+            continue
+        try:
+            bus = sysfs_pci.normalize_pci_bus_id(name)
+        except ParseError:
+            continue
+        link = sysfs_pci.read_link(d)
+        numa = _read_int(os.path.join(d, "numa_node"))
+        gpus.append({
+            "index": None, "uuid": None, "model": None, "memory_mb": None,
+            "pci_bus_id": bus,
+            "numa_node": numa,
+            "local_cpus": _cpulist(_read(os.path.join(d, "local_cpulist"))),
+            "pcie": {"width": link["width"], "width_max": link["width_max"],
+                     "gen": link["gen"], "gen_max": link["gen_max"], "gen_host_max": None,
+                     "speed": link["speed_gts"], "speed_max": link["speed_max_gts"]},
+            "ecc_enabled": None,
+            "nvlink_active": None,
+            "driver": _readlink_base(os.path.join(d, "driver")),
+            "vendor_id": vendor,
+            "device_id": (_read(os.path.join(d, "device")) or "").lower() or None,
+        })
+    gpus.sort(key=lambda g: g["pci_bus_id"])
+    return gpus
+
+
+def _gather_gpus(root, run, nvidia_smi_path, errors):
+    gpus = _sysfs_gpus(root)
+    for i, g in enumerate(gpus):
+        g["index"] = i
+    if not nvidia_smi_path:
+        return gpus
+    rc, out, err = run([nvidia_smi_path, "-q", "-x"])
+    if rc != 0:
+        errors.append("nvidia-smi -q -x failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+        return gpus
+    try:
+        smi = nvsmi.parse_xml(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return gpus
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    ordered = []
+    for s in smi["gpus"]:
+        g = by_bus.pop(s["pci_bus_id"], None)
+        if g is None:
+            g = {"index": None, "uuid": None, "model": None, "memory_mb": None,
+                 "pci_bus_id": s["pci_bus_id"], "numa_node": None, "local_cpus": None,
+                 "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
+                          "gen_host_max": None, "speed": None, "speed_max": None},
+                 "ecc_enabled": None, "nvlink_active": None, "driver": None,
+                 "vendor_id": NVIDIA_VENDOR, "device_id": None}
+        g["uuid"] = s["uuid"]
+        g["model"] = s["product_name"]
+        g["memory_mb"] = s["memory_total_mib"]
+        g["ecc_enabled"] = s["ecc_mode"]["current"]
+        g["serial"] = s["serial"]
+        g["mig_mode"] = s["mig_mode"]["current"]
+        g["virtualization_mode"] = s["virtualization_mode"]
+        sp = s["pcie"]
+        for key, skey in (("width", "width"), ("width_max", "width_max"), ("gen", "gen"),
+                          ("gen_max", "gen_max")):
+            if g["pcie"][key] is None:
+                g["pcie"][key] = sp[skey]
+        g["pcie"]["gen_host_max"] = sp["gen_host_max"]
+        ee = s.get("ecc_errors")
+        g["ecc_errors"] = dict((k, ee.get(k)) for k in (
+            "volatile_corrected", "volatile_uncorrected", "aggregate_corrected",
+            "aggregate_uncorrected")) if ee else None
+        g["retired_pages"] = s.get("retired_pages")
+        g["remapped_rows"] = s.get("remapped_rows")
+        ordered.append(g)
+    # GPUs in sysfs that nvidia-smi did not list (no driver bound, fallen off the bus...)
+    rest = sorted(by_bus.values(), key=lambda g: g["pci_bus_id"])
+    out_list = ordered + rest
+    for i, g in enumerate(out_list):
+        g["index"] = i
+    return out_list
+
+
+# --------------------------------------------------------------------------------------------
+# disks
+
+def _mounts(root):
+    out = []
+    for line in (_read(_p(root, "/proc/self/mounts")) or _read(_p(root, "/proc/mounts")) or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out.append((parts[0], parts[1].replace("\\040", " ")))
+    return out
+
+
+def _swaps(root):
+    out = []
+    for line in (_read(_p(root, "/proc/swaps")) or "").splitlines()[1:]:
+        parts = line.split()
+        if parts:
+            out.append(parts[0])
+    return out
+
+
+def _dev_name(root, source, dm_names):
+    """'/dev/sda1' -> 'sda1'; '/dev/mapper/vg-lv' -> 'dm-0'; None for non-block sources."""
+    if not source.startswith("/dev/"):
+        return None
+    if source.startswith("/dev/mapper/"):
+        return dm_names.get(source[len("/dev/mapper/"):])
+    path = _p(root, source)
+    if os.path.islink(path):
+        target = _readlink_base(path)
+        if target:
+            return target
+    return os.path.basename(source)
+
+
+def _transport(name, devpath, devdir):
+    if name.startswith("nvme"):
+        return "nvme"
+    p = devpath or ""
+    if "/virtio" in p or name.startswith("vd"):
+        return "virtio"
+    if "/usb" in p:
+        return "usb"
+    if re.search(r"/ata\d+/", p):
+        return "sata"
+    if "/end_device-" in p or "/port-" in p or os.path.exists(os.path.join(devdir, "device", "sas_address")):
+        return "sas"
+    return "unknown"
+
+
+def _vpd_serial(path):
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(512)
+    except (IOError, OSError):
+        return None
+    if len(data) < 5:
+        return None
+    s = data[4:4 + data[3]].decode("ascii", "replace").strip().strip("\x00").strip()
+    return s or None
+
+
+def _by_id_links(root):
+    base = _p(root, "/dev/disk/by-id")
+    links = {}
+    for link in _listdir(base):
+        if re.search(r"-part\d+$", link):
+            continue
+        target = _readlink_base(os.path.join(base, link))
+        if target:
+            links.setdefault(target, []).append("/dev/disk/by-id/" + link)
+    return links
+
+
+def _by_id_rank(link):
+    name = os.path.basename(link)
+    if name.startswith("wwn-"):
+        return 0
+    if name.startswith("nvme-eui.") or name.startswith("nvme-nvme."):
+        return 1
+    if name.startswith(("nvme-", "ata-", "scsi-SATA_", "virtio-", "usb-")):
+        return 2
+    if name.startswith("scsi-"):
+        return 3
+    return 4
+
+
+def _parse_blkid(out):
+    vals = {}
+    for line in (out or "").splitlines():
+        k, sep, v = line.partition("=")
+        if sep:
+            vals[k.strip()] = v.strip()
+    return vals
+
+
+def _gather_disks(root, run, blkid_path, errors):
+    block = _p(root, "/sys/block")
+    dm_names = {}
+    for name in _listdir(block):
+        if name.startswith("dm-"):
+            n = _read(os.path.join(block, name, "dm", "name"))
+            if n:
+                dm_names[n] = name
+    mounts_by_dev = {}
+    for source, target in _mounts(root):
+        dev = _dev_name(root, source, dm_names)
+        if dev:
+            mounts_by_dev.setdefault(dev, []).append(target)
+    swap_devs = set()
+    for source in _swaps(root):
+        dev = _dev_name(root, source, dm_names)
+        if dev:
+            swap_devs.add(dev)
+
+    def holders_of(devdir, seen):
+        out = []
+        for h in _listdir(os.path.join(devdir, "holders")):
+            if h in seen:
+                continue
+            seen.add(h)
+            out.append(h)
+            out.extend(holders_of(os.path.join(block, h), seen))
+        return out
+
+    by_id = _by_id_links(root)
+    disks = []
+    for name in sorted(_listdir(block), key=_natural):
+        if name.startswith(SKIP_DISK_PREFIXES):
+            continue
+        d = os.path.join(block, name)
+        sectors = _read_int(os.path.join(d, "size"))
+        if not sectors:
+            continue  # empty card reader / CD tray / unreadable
+        try:
+            real = os.path.realpath(d)
+            devpath = real[len(os.path.realpath(root)):] if root not in ("/", "") else real
+        except (OSError, ValueError):
+            devpath = None
+        rot = _read_int(os.path.join(d, "queue", "rotational"))
+        transport = _transport(name, devpath, d)
+        if transport == "nvme":
+            kind = "nvme"
+        elif rot == 1:
+            kind = "hdd"
+        elif rot == 0:
+            kind = "ssd"
+        else:
+            kind = None
+        dev = os.path.join(d, "device")
+        model = _read(os.path.join(dev, "model")) or _read(os.path.join(d, "model"))
+        serial = (_read(os.path.join(dev, "serial")) or _read(os.path.join(d, "serial"))
+                  or _vpd_serial(os.path.join(dev, "vpd_pg80")))
+        wwid = _read(os.path.join(d, "wwid")) or _read(os.path.join(dev, "wwid"))
+        links = sorted(by_id.get(name, []), key=lambda x: (_by_id_rank(x), x))
+        wwn = None
+        for link in links:
+            if os.path.basename(link).startswith("wwn-"):
+                wwn = os.path.basename(link)[4:]
+                break
+        partitions = [p for p in sorted(_listdir(d), key=_natural)
+                      if p.startswith(name) and os.path.exists(os.path.join(d, p, "partition"))]
+        seen = set()
+        holders = holders_of(d, seen)
+        for p in partitions:
+            holders.extend(holders_of(os.path.join(d, p), seen))
+        related = [name] + partitions + holders
+        mounted = []
+        for r in related:
+            for m in mounts_by_dev.get(r, []):
+                if m not in mounted:
+                    mounted.append(m)
+        swap = any(r in swap_devs for r in related)
+        system = swap or any(m in SYSTEM_MOUNTS for m in mounted)
+        signatures, probe = [], None
+        if blkid_path:
+            for target in [name] + partitions:
+                rc, out, err = run([blkid_path, "-p", "-o", "export", "/dev/" + target])
+                if rc == 0:
+                    vals = _parse_blkid(out)
+                    for key in ("PTTYPE", "TYPE"):
+                        if vals.get(key):
+                            signatures.append("%s:%s" % (target, vals[key]))
+                    if target == name:
+                        probe = {"type": vals.get("TYPE"), "label": vals.get("LABEL"),
+                                 "uuid": vals.get("UUID"), "pttype": vals.get("PTTYPE")}
+                elif rc == 2:  # nothing found
+                    if target == name:
+                        probe = {"type": None, "label": None, "uuid": None, "pttype": None}
+                else:
+                    errors.append("blkid -p /dev/%s failed (rc=%s): %s"
+                                  % (target, rc, (err or "").strip()[:200]))
+        disks.append({
+            "name": name,
+            "path": "/dev/" + name,
+            "by_id": links[0] if links else None,
+            "by_id_all": links,
+            "kind": kind,
+            "transport": transport,
+            "size_bytes": sectors * 512,
+            "model": model or None,
+            "serial": serial or None,
+            "wwid": wwid or None,
+            "wwn": wwn,
+            "rotational": None if rot is None else bool(rot),
+            "removable": None if _read_int(os.path.join(d, "removable")) is None
+            else bool(_read_int(os.path.join(d, "removable"))),
+            "in_use": {"mounted": mounted, "holders": holders, "partitions": partitions,
+                       "signatures": signatures, "system": system},
+            "probe": probe,
+        })
+    return disks
+
+
+# --------------------------------------------------------------------------------------------
+# host
+
+_DMI_PLACEHOLDERS = ("to be filled by o.e.m.", "default string", "system product name",
+                     "not specified", "none", "")
+
+
+def _dmi(root, name):
+    v = _read(_p(root, "/sys/class/dmi/id/" + name))
+    if v is None or v.strip().lower() in _DMI_PLACEHOLDERS:
+        return None
+    return v.strip()
+
+
+def _virtualization(root, cpuinfo):
+    """systemd-detect-virt style answer from DMI, the cpuinfo hypervisor flag and container
+    markers: none | kvm | qemu | vmware | microsoft | xen | oracle | amazon | google |
+    docker | podman | container-other | vm-other."""
+    if os.path.exists(_p(root, "/.dockerenv")):
+        return "docker"
+    if os.path.exists(_p(root, "/run/.containerenv")):
+        return "podman"
+    env = _read(_p(root, "/proc/1/environ")) or ""
+    m = re.search(r"(?:^|\x00)container=([^\x00]+)", env)
+    if m:
+        return m.group(1).strip() or "container-other"
+    dmi = " ".join(filter(None, [_dmi(root, "sys_vendor"), _dmi(root, "product_name"),
+                                 _dmi(root, "bios_vendor"), _dmi(root, "board_vendor")])).lower()
+    for needle, answer in (("kvm", "kvm"), ("qemu", "qemu"), ("vmware", "vmware"),
+                           ("virtualbox", "oracle"), ("innotek", "oracle"), ("xen", "xen"),
+                           ("amazon ec2", "amazon"), ("google compute", "google"),
+                           ("microsoft corporation", "microsoft"), ("bochs", "bochs"),
+                           ("parallels", "parallels")):
+        if needle in dmi:
+            if answer == "microsoft" and "virtual" not in dmi:
+                continue
+            return answer
+    if os.path.isdir(_p(root, "/proc/xen")) and not cpuinfo.get("hypervisor"):
+        caps = _read(_p(root, "/proc/xen/capabilities")) or ""
+        if "control_d" not in caps:
+            return "xen"
+    if cpuinfo.get("hypervisor"):
+        return "vm-other"
+    return "none"
+
+
+def _gather_host(root, cpuinfo):
+    up = _read(_p(root, "/proc/uptime"))
+    uptime = None
+    if up:
+        try:
+            uptime = float(up.split()[0])
+        except (ValueError, IndexError):
+            uptime = None
+    return {
+        "hostname": _read(_p(root, "/proc/sys/kernel/hostname")),
+        "kernel": _read(_p(root, "/proc/sys/kernel/osrelease")),
+        "virtualization": _virtualization(root, cpuinfo),
+        "product": _dmi(root, "product_name"),
+        "manufacturer": _dmi(root, "sys_vendor"),
+    }, uptime
+
+
+# --------------------------------------------------------------------------------------------
+
+def _tool(option, name, root, allowed):
+    """option: None/'auto' -> find it when allowed; False/'never' -> None; a path -> the path
+    (under root when root is not /); 'always' -> find it even when not allowed."""
+    if option in (False, "never"):
+        return None
+    if option in (None, "auto", True):
+        return find_tool(name, root) if allowed else None
+    if option == "always":
+        return find_tool(name, root) or name
+    return option
+
+
+def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="auto",
+           dmidecode="auto", blkid="auto"):
+    """Gather ``dlrack_hw`` (``source: gathered``) from ``root``.
+
+    ``subset``: iterable of cpu, memory, gpus, disks, edac, host (default: all). Sections not
+    gathered are None. ``run_command(argv) -> (rc, out, err)`` runs the few commands (default:
+    subprocess). ``is_root`` defaults to ``os.geteuid() == 0``; dmidecode and blkid run only as
+    root. ``nvidia_smi`` / ``dmidecode`` / ``blkid``: 'auto' (look in PATH / under root),
+    'never' (or False), 'always', or an explicit path.
+    """
+    root = root or "/"
+    want = set(SUBSETS if subset is None else subset)
+    unknown = want - set(SUBSETS) - set(["all"])
+    if "all" in want:
+        want = set(SUBSETS)
+    run = run_command or default_run_command
+    if is_root is None:
+        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    errors = ["unknown gather_subset entry %r (known: %s)" % (u, ", ".join(SUBSETS))
+              for u in sorted(unknown)]
+    doc = {"schema": SCHEMA_VERSION, "source": "gathered", "cpu": None, "memory": None,
+           "gpus": None, "disks": None}
+    cpuinfo = _parse_cpuinfo(_read(_p(root, "/proc/cpuinfo"))) if want & set(["cpu", "host"]) \
+        else {}
+
+    def section(name, fn):
+        try:
+            return fn()
+        except Exception as exc:  # a bug or a truly odd tree must not kill the whole gather
+            errors.append("%s: unexpected %s: %s" % (name, type(exc).__name__, exc))
+            return None
+
+    if "cpu" in want:
+        doc["cpu"] = section("cpu", lambda: _gather_cpu(root, cpuinfo))
+    if "memory" in want or "edac" in want:
+        dmi_path = _tool(dmidecode, "dmidecode", root, is_root) if "memory" in want else None
+        doc["memory"] = section("memory", lambda: _gather_memory(
+            root, "memory" in want, "edac" in want, run, dmi_path, errors))
+    if "gpus" in want:
+        smi_path = _tool(nvidia_smi, "nvidia-smi", root, True)
+        doc["gpus"] = section("gpus", lambda: _gather_gpus(root, run, smi_path, errors))
+    if "disks" in want:
+        blkid_path = _tool(blkid, "blkid", root, is_root)
+        doc["disks"] = section("disks", lambda: _gather_disks(root, run, blkid_path, errors))
+    if "host" in want:
+        res = section("host", lambda: _gather_host(root, cpuinfo))
+        if res:
+            doc["host"], doc["uptime_s"] = res
+    doc["errors"] = errors
+    return doc
