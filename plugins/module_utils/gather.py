@@ -214,14 +214,14 @@ def _gather_cpu(root, cpuinfo):
             m = re.match(r"^node(\d+)$", name)
             if not m:
                 continue
-            cpus = _cpulist(_read(os.path.join(nbase, name, "cpulist")))
+            raw = _read(os.path.join(nbase, name, "cpulist"))
+            cpus = "" if raw == "" else _cpulist(raw)  # '' = CPU-less node; None = unreadable
             mem = None
             meminfo = _read(os.path.join(nbase, name, "meminfo"))
             mm = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo or "")
             if mm:
                 mem = int(mm.group(1)) // 1024
-            nodes.append({"id": int(m.group(1)), "cpus": cpus if cpus is not None else "",
-                          "memory_mb": mem})
+            nodes.append({"id": int(m.group(1)), "cpus": cpus, "memory_mb": mem})
         cpu["numa_nodes"] = nodes
     return cpu
 
@@ -486,8 +486,8 @@ def _gather_disks(root, run, blkid_path, errors):
             continue
         d = os.path.join(block, name)
         sectors = _read_int(os.path.join(d, "size"))
-        if not sectors:
-            continue  # empty card reader / CD tray / unreadable
+        if sectors == 0:
+            continue  # empty card reader / CD tray
         try:
             real = os.path.realpath(d)
             devpath = real[len(os.path.realpath(root)):] if root not in ("/", "") else real
@@ -553,7 +553,7 @@ def _gather_disks(root, run, blkid_path, errors):
             "by_id_all": links,
             "kind": kind,
             "transport": transport,
-            "size_bytes": sectors * 512,
+            "size_bytes": sectors * 512 if sectors and sectors > 0 else None,
             "model": model or None,
             "serial": serial or None,
             "wwid": wwid or None,

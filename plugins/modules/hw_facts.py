@@ -1,0 +1,193 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hw_facts
+short_description: Gather the normalized hardware description C(dlrack_hw) of a GPU server
+version_added: "0.1.0"
+description:
+  - Reads CPU topology, NUMA nodes, memory, NVIDIA GPUs (from PCI sysfs, even without the driver),
+    disks and host details in one pass over sysfs and procfs, and returns them as a C(dlrack_hw)
+    document with C(source=gathered) (the contract in the collection's DESIGN.md).
+  - Runs at most one C(nvidia-smi -q -x) (when nvidia-smi is found) to add GPU UUID, model, memory
+    and ECC mode; C(dmidecode -t memory) (as root) for the memory ECC type; and C(blkid -p) per disk
+    and partition (as root) for signatures.
+  - Never fails for a missing GPU, driver, dmidecode or EDAC, or for running unprivileged; those
+    fields are null and anything that was tried and failed is listed in C(dlrack_hw.errors).
+  - Read-only. Never reports a change.
+author:
+  - dlrack.node contributors
+options:
+  root:
+    description:
+      - Filesystem prefix under which C(/sys), C(/proc) and C(/dev/disk/by-id) are read.
+      - Use it to gather from a captured or mounted tree; tools are then looked up under this prefix.
+    type: path
+    default: /
+  gather_subset:
+    description:
+      - The sections to gather. Sections not gathered are null.
+      - C(edac) fills C(memory.edac); C(host) fills C(host) and C(uptime_s).
+    type: list
+    elements: str
+    choices: [all, cpu, memory, gpus, disks, edac, host]
+    default: [all]
+  nvidia_smi:
+    description:
+      - Path to C(nvidia-smi). Default is to look it up in C(PATH).
+      - Set to C(never) to skip it (GPUs are then described from sysfs only).
+    type: str
+  dmidecode:
+    description:
+      - C(auto) runs C(dmidecode -t memory) when running as root and dmidecode exists.
+      - C(always) runs it even when not root (the failure is reported in C(errors)).
+      - C(never) does not run it; C(memory.ecc) is then C(unknown).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; it runs the same in check mode.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - The facts are returned as C(dlrack_hw_gathered), not C(dlrack_hw), so that they never override
+    what an inventory declares under C(dlrack_hw).
+  - Run with C(become=true) for the memory ECC type and disk signatures.
+"""
+
+EXAMPLES = r"""
+- name: Gather everything (as root for ECC and disk signatures)
+  dlrack.node.hw_facts:
+  become: true
+
+- name: Only the disks, for the storage role
+  dlrack.node.hw_facts:
+    gather_subset: [disks]
+  become: true
+
+- name: Gather without touching the GPU driver
+  dlrack.node.hw_facts:
+    nvidia_smi: never
+  register: hw
+
+- name: Show the GPU count
+  ansible.builtin.debug:
+    msg: "{{ dlrack_hw_gathered.gpus | length }} GPUs"
+"""
+
+RETURN = r"""
+dlrack_hw:
+  description:
+    - The gathered hardware description, as in DESIGN.md (C(schema=1), C(source=gathered)).
+    - Unknown values are null. Keys beyond the contract are listed below.
+  returned: always
+  type: dict
+  contains:
+    schema:
+      description: Contract version.
+      type: int
+      sample: 1
+    source:
+      description: Always C(gathered).
+      type: str
+      sample: gathered
+    cpu:
+      description:
+        - model, vendor (amd, intel, arm, other), sockets, cores (physical), threads, pcie_lanes (always
+          null here, the rules fill it from the catalogue), numa_nodes (id, cpus, memory_mb; CPU-less
+          nodes have cpus ""), core_cpus (SMT siblings per physical core).
+        - Extra keys cores_per_socket, threads_per_core, vendor_id, family, model_id, stepping.
+      type: dict
+      returned: when cpu is gathered
+    memory:
+      description:
+        - total_mb (MemTotal), ecc (multi-bit, single-bit, none, unknown), edac (driver, controllers,
+          corrected, uncorrected, or null when no EDAC memory controller is registered).
+        - With dmidecode, extra keys installed_mb, dimm_count and dimms.
+      type: dict
+      returned: when memory or edac is gathered
+    gpus:
+      description:
+        - One entry per NVIDIA display/3D controller on the PCI bus, in nvidia-smi order (PCI order
+          without nvidia-smi). index, uuid, model, memory_mb, pci_bus_id, numa_node (-1 when the
+          platform has none), local_cpus, pcie (width, width_max, gen, gen_max), ecc_enabled,
+          nvlink_active (null unless known).
+        - Extra keys driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
+          ecc_errors, retired_pages, remapped_rows, pcie.gen_host_max, pcie.speed, pcie.speed_max.
+      type: list
+      elements: dict
+      returned: when gpus is gathered
+    disks:
+      description:
+        - Whole disks (loop, ram, zram, sr, dm-, md, fd and nbd devices are skipped). name, by_id,
+          kind (nvme, ssd, hdd from rotational), transport (nvme, sata, sas, usb, virtio, unknown),
+          size_bytes, model, serial, in_use (mounted, holders, partitions, signatures, system).
+        - Extra keys path, wwid, wwn, rotational, removable, by_id_all, probe (blkid of the whole disk).
+      type: list
+      elements: dict
+      returned: when disks is gathered
+    host:
+      description: hostname, kernel, virtualization (systemd-detect-virt style), product, manufacturer.
+      type: dict
+      returned: when host is gathered
+    uptime_s:
+      description: Seconds since boot.
+      type: float
+      returned: when host is gathered
+    errors:
+      description: What was tried and failed (a tool's exit status, unreadable output).
+      type: list
+      elements: str
+      returned: always
+ansible_facts:
+  description: The same document as C(dlrack_hw_gathered).
+  returned: always
+  type: dict
+  contains:
+    dlrack_hw_gathered:
+      description: Same as C(dlrack_hw).
+      type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dlrack.node.plugins.module_utils.gather import gather, SUBSETS
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            gather_subset=dict(type="list", elements="str", default=["all"],
+                               choices=["all"] + list(SUBSETS)),
+            nvidia_smi=dict(type="str"),
+            dmidecode=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+        ),
+        supports_check_mode=True,
+    )
+
+    def run(argv):
+        rc, out, err = module.run_command(argv, check_rc=False,
+                                          environ_update={"LC_ALL": "C", "LANG": "C"})
+        return rc, out, err
+
+    subset = module.params["gather_subset"]
+    nvidia_smi = module.params["nvidia_smi"] or "auto"
+    doc = gather(root=module.params["root"], run_command=run,
+                 subset=None if "all" in subset else subset,
+                 nvidia_smi=nvidia_smi, dmidecode=module.params["dmidecode"])
+    module.exit_json(changed=False, dlrack_hw=doc, ansible_facts={"dlrack_hw_gathered": doc})
+
+
+if __name__ == "__main__":
+    main()
