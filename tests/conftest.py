@@ -10,3 +10,7 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 DATA = os.path.join(ROOT, "tests", "data")
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)   # shared test documents: tests/hwdocs.py

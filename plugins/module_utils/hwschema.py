@@ -117,14 +117,17 @@ TOP_FIELDS = {
 class Problem(object):
     """One validation problem: where, what was found, what was expected."""
 
-    __slots__ = ("path", "found", "expected")
+    __slots__ = ("path", "found", "expected", "unknown_key")
 
-    def __init__(self, path, found, expected):
+    def __init__(self, path, found, expected, unknown_key=False):
         self.path = path
         self.found = found
         self.expected = expected
+        self.unknown_key = unknown_key
 
     def message(self):
+        if self.unknown_key:
+            return "dlrack_hw.%s: unknown key; expected one of %s" % (self.path, self.expected)
         return "dlrack_hw.%s: expected %s, got %s" % (self.path, self.expected, _short(self.found))
 
     def __repr__(self):
@@ -258,7 +261,7 @@ def _check_dict(fields, value, path, problems, strict):
         sub = "%s.%s" % (path, key) if path else str(key)
         if key not in fields:
             if strict:
-                problems.append(Problem(sub, val, "no such key (known: %s)" % ", ".join(sorted(fields))))
+                problems.append(Problem(sub, val, ", ".join(sorted(fields)), unknown_key=True))
             out[key] = val
             continue
         out[key] = _check_field(fields[key], val, sub, problems, strict)

@@ -65,4 +65,5 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None):
         out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,
                                             meta={"fail_on": fail_on})
         out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+    out["text"] = "\n".join(out["lines"])
     return out

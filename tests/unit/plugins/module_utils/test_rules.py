@@ -6,15 +6,7 @@ import pytest
 from ansible_collections.dlrack.node.plugins.module_utils.rules import (
     RULE_IDS, ConfigError, evaluate_fleet, evaluate_host, resolve_settings)
 
-GOOD = {
-    "schema": 1, "source": "declared",
-    "cpu": {"model": "Intel(R) Xeon(R) Platinum 8480+", "sockets": 2},
-    "memory": {"total_mb": 2097152, "ecc": "multi-bit"},
-    "gpus": {"model": "NVIDIA H200", "count": 8},
-    "disks": [{"kind": "nvme", "transport": "nvme", "size_bytes": 7681501126656, "count": 8},
-              {"kind": "hdd", "transport": "sas", "size_bytes": 22000969973760, "count": 12}],
-    "workload": {"kind": "full_finetune", "model_params_b": 34},
-}
+from hwdocs import GATHERED, GOOD  # noqa: E402  (shared documents, tests/hwdocs.py)
 
 
 def _hw(**changes):
@@ -145,22 +137,6 @@ def test_storage_rules():
     assert _sev(res, "storage.hdd_cold_archive") == ["info"]
     res = evaluate_host("x", _hw(disks=[]))
     assert _sev(res, "storage.nvme_hot_cache") == ["error"]
-
-
-GATHERED = {
-    "schema": 1, "source": "gathered",
-    "cpu": {"model": "AMD EPYC 9374F 32-Core Processor", "vendor": "amd", "sockets": 2, "cores": 64,
-            "threads": 64, "pcie_lanes": None,
-            "numa_nodes": [{"id": 0, "cpus": "0-31", "memory_mb": 193000}, {"id": 1, "cpus": "32-63", "memory_mb": 193000}]},
-    "memory": {"total_mb": 386000, "ecc": "multi-bit", "edac": None},
-    "gpus": [{"index": i, "uuid": "GPU-%d" % i, "model": "NVIDIA RTX 6000 Ada Generation", "memory_mb": 49140,
-              "pci_bus_id": "0000:%02x:00.0" % (i + 1), "numa_node": i // 2, "local_cpus": "0-31",
-              "pcie": {"width": 16, "width_max": 16, "gen": 1, "gen_max": 4}, "ecc_enabled": False,
-              "nvlink_active": 0} for i in range(4)],
-    "disks": [{"name": "nvme%dn1" % i, "kind": "nvme", "transport": "nvme", "size_bytes": 3840755982336,
-               "in_use": {"mounted": [], "holders": [], "partitions": [], "signatures": [], "system": i == 0}}
-              for i in range(17)],
-}
 
 
 def test_gathered_link_width_downgrade_is_an_error_speed_is_not():
