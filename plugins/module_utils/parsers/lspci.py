@@ -27,7 +27,7 @@ __all__ = ["ParseError", "parse_lspci", "parse_lnkcap", "parse_lnksta"]
 
 _DEV = re.compile(r"^((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
 _CAP = re.compile(r"^LnkCap:\s*(?:Port #(\d+),\s*)?Speed ([^,]+),\s*Width x(\d+)")
-_STA = re.compile(r"^LnkSta:\s*Speed ([^,]+),\s*(?:Width x(\d+)(?:\s*\((\w+)\))?)?")
+_STA = re.compile(r"^LnkSta:\s*Speed ([^,]+),\s*Width x(\d+)(?:\s*\((\w+)\))?")
 
 
 def parse_lnkcap(line):
