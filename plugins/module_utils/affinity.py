@@ -16,8 +16,10 @@ Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DES
 Guarantees (tests/unit/plugins/module_utils/test_affinity.py):
 
 - a GPU gets CPUs of its own NUMA node; when the node is unknown (``numa_node`` -1 or null on a
-  multi-node host) or has no CPUs (POWER9 GPU-memory nodes), the device's ``local_cpus`` are
-  used, and when those are missing too, all CPUs; ``fallback`` says which, ``warnings`` why;
+  multi-node host) or has no CPUs (POWER9 GPU-memory nodes), it is placed on the node, among
+  those its ``local_cpus`` touch (all nodes when those are missing or cover every CPU), with
+  the most usable cores per GPU; ``fallback`` says which (``local_cpus``, ``socket`` when the
+  local CPUs are exactly one socket, ``all``), ``warnings`` why;
 - sets are disjoint between GPUs and hold whole physical cores (SMT siblings together);
 - GPUs that share a pool get core counts that differ by at most one (contiguous blocks in
   CPU-id order, lower GPU index first);
@@ -287,70 +289,85 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
         raise AffinityError("gpus: index values are not unique")
 
     cpu_nodes = [n for n in sorted(topo.node_cores)]
-    pools = {}
+    # Units are what GPUs share: NUMA nodes, or sockets under policy "socket". Units are
+    # disjoint, so every GPU's set is too.
+    units = []            # [label, sorted core keys]
+    if policy == "socket" and topo.sockets is not None:
+        for s_i, s in enumerate(topo.sockets):
+            if s:
+                units.append(["socket %d" % s_i, sorted(s)])
+    else:
+        if policy == "socket":
+            warnings.append("policy socket but socket membership unknown: splitting NUMA "
+                            "nodes instead")
+        for n in cpu_nodes:
+            units.append(["NUMA node %d" % n, list(topo.node_cores[n])])
+    unit_of_core = {}
+    for u_i, (_, keys) in enumerate(units):
+        for k in keys:
+            unit_of_core[k] = u_i
+    members = dict((u_i, []) for u_i in range(len(units)))
+    usable = dict((u_i, len([k for k in keys if k not in reserved]))
+                  for u_i, (_, keys) in enumerate(units))
+    deferred = []
     for idx, i, g in gpus:
         field = "gpus[%d]" % i
         node = _int_or_none(g.get("numa_node"), field + ".numa_node")
         local = [c for c in _cpus(g.get("local_cpus"), field + ".local_cpus") if c in topo.node_of]
-        label, keys, fallback = None, None, None
         if node is not None and node >= 0 and topo.node_cores.get(node):
-            label, keys = "NUMA node %d" % node, topo.node_cores[node]
-        elif (node is None or node < 0) and len(cpu_nodes) == 1:
-            label, keys = "NUMA node %d" % cpu_nodes[0], topo.node_cores[cpu_nodes[0]]
+            members[unit_of_core[topo.node_cores[node][0]]].append((idx, i, g, node, None))
+            continue
+        if (node is None or node < 0) and len(cpu_nodes) == 1:
+            members[unit_of_core[topo.node_cores[cpu_nodes[0]][0]]].append(
+                (idx, i, g, node, None))
+            continue
+        if node is not None and node >= 0:
+            why = ("numa_node %d has no CPUs" % node if node in topo.nodes
+                   else "numa_node %d is not in cpu.numa_nodes" % node)
         else:
-            if node is not None and node >= 0:
-                why = ("numa_node %d has no CPUs" % node if node in topo.nodes
-                       else "numa_node %d is not in cpu.numa_nodes" % node)
-            else:
-                why = "numa_node is %s on a host with %d NUMA nodes" % (
-                    "null" if node is None else node, len(cpu_nodes))
-            if local and len(local) < len(topo.all_cpus):
-                keys = sorted(set(topo.core_of[c] for c in local))
-                label, fallback = "local_cpus %s" % format_cpulist(local), "local_cpus"
-                for s_i, s in enumerate(topo.sockets or []):
-                    if set(keys) == set(s):
-                        label, fallback = "socket %d" % s_i, "socket"
-                warnings.append("GPU %d (%s): %s; using its %s" % (
-                    idx, g.get("pci_bus_id"), why, label))
-            else:
-                keys = sorted(topo.cores)
-                label, fallback = "all CPUs", "all"
-                warnings.append("GPU %d (%s): %s and local_cpus %s; using all CPUs" % (
-                    idx, g.get("pci_bus_id"), why,
-                    "cover every CPU" if local else "are unknown"))
-        if policy == "socket" and fallback is None:
-            s_i = topo.socket_index_of(keys[0])
-            if topo.sockets is None or s_i is None:
-                warnings.append("GPU %d: policy socket but socket membership unknown; "
-                                "using %s" % (idx, label))
-            else:
-                label, keys = "socket %d" % s_i, topo.sockets[s_i]
-        key = frozenset(keys)
-        pools.setdefault(key, {"label": label, "gpus": [], "fallback": fallback, "node": node})
-        pools[key]["gpus"].append((idx, i, g, node, fallback))
+            why = "numa_node is %s on a host with %d NUMA nodes" % (
+                "null" if node is None else node, len(cpu_nodes))
+        if local and len(local) < len(topo.all_cpus):
+            keys = set(topo.core_of[c] for c in local)
+            label, fallback = "local_cpus %s" % format_cpulist(local), "local_cpus"
+            for s_i, s in enumerate(topo.sockets or []):
+                if keys == set(s):
+                    label, fallback = "socket %d" % s_i, "socket"
+        else:
+            keys = set(topo.cores)
+            label, fallback = "all CPUs", "all"
+            why += " and local_cpus %s" % ("cover every CPU" if local else "are unknown")
+        deferred.append((idx, i, g, node, fallback, keys, label, why))
+    # A GPU without a usable node joins, within its candidate CPUs, the unit with the most
+    # usable cores per GPU (ties: lowest CPU id), after the node-local GPUs are placed.
+    for idx, i, g, node, fallback, keys, label, why in deferred:
+        cands = sorted(set(unit_of_core[k] for k in keys))
+        best = max(cands, key=lambda u: (usable[u] / (len(members[u]) + 1.0), -units[u][1][0]))
+        members[best].append((idx, i, g, node, fallback))
+        warnings.append("GPU %d (%s): %s; using its %s: placed on %s" % (
+            idx, g.get("pci_bus_id"), why, label, units[best][0]))
 
-    # 3. Split each pool among its GPUs. Narrow pools first, so a fallback pool that overlaps
-    #    node pools (all CPUs) takes only what the node-local GPUs left.
-    assigned = set()
+    # 3. Split each unit among its GPUs: contiguous blocks of whole cores in CPU-id order,
+    #    lower GPU index first, sizes differing by at most one.
     result = {}
     slurm_index = topo.slurm_core_index()
-    for key in sorted(pools, key=lambda k: (len(k), min(k) if k else -1)):
-        pool = pools[key]
-        avail = sorted(k for k in key if k not in reserved and k not in assigned)
-        n = len(pool["gpus"])
-        n_reserved = len([k for k in key if k in reserved])
+    for u_i, (label, keys) in enumerate(units):
+        mem = sorted(members[u_i], key=lambda t: (t[0], t[1]))
+        if not mem:
+            continue
+        avail = [k for k in keys if k not in reserved]
+        n = len(mem)
         if len(avail) < n:
-            raise AffinityCapacityError(pool["label"], [t[0] for t in pool["gpus"]],
-                                        len(avail), n_reserved)
+            raise AffinityCapacityError(label, [t[0] for t in mem], len(avail),
+                                        len(keys) - len(avail))
         base, extra = divmod(len(avail), n)
         if max_cores_per_gpu and base >= max_cores_per_gpu:
             base, extra = max_cores_per_gpu, 0
         pos = 0
-        for j, (idx, i, g, node, fallback) in enumerate(pool["gpus"]):
+        for j, (idx, i, g, node, fallback) in enumerate(mem):
             take = base + (1 if j < extra else 0)
             mine = avail[pos:pos + take]
             pos += take
-            assigned.update(mine)
             cpus = topo.cpus_of(mine, include_smt)
             mems = sorted(set(topo.node_of[c] for c in cpus))
             result[idx] = {
