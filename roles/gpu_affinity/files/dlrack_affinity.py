@@ -424,6 +424,9 @@ def bind_main(argv=None, environ=None):
     except BindError as exc:
         sys.stderr.write("dlrack-gpu-bind: %s\n" % exc)
         return exc.code
+    if command and not shutil.which(command[0], path=env.get("PATH")):
+        sys.stderr.write("dlrack-gpu-bind: command not found: %s\n" % command[0])
+        return EXIT_NO_COMMAND
     numactl = shutil.which("numactl") if opts["numactl"] else None
     child_env = dict(env)
     child_env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
