@@ -74,7 +74,7 @@ def _check(fn, text):
 
 
 @pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, _ in PARSERS])
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_garbled_real_outputs(category, fn, data):
     files = real(category)
@@ -86,7 +86,7 @@ def test_garbled_real_outputs(category, fn, data):
 
 
 @pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, _ in PARSERS])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, database=None)
 @given(text=st.text(max_size=300))
 def test_arbitrary_text(category, fn, text):
     _check(fn, text)
