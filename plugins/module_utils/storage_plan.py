@@ -179,6 +179,8 @@ def classify(disk, tier, mountpoint):
     parts = list(use.get("partitions") or [])
     sigs = [s for s in (use.get("signatures") or []) if s]
     ptype, plabel = probe.get("type"), probe.get("label")
+    if disk.get("kind") == "partition":
+        return "untouchable", ["is a partition; storage tiers use whole disks"]
     if use.get("system") or any(m in SYSTEM_MOUNTS for m in mounted):
         return "untouchable", ["it is the system disk (%s)" % ", ".join(mounted or ["holds the root filesystem"])]
     other_tier = [t for t in TIERS if t != tier]
@@ -224,6 +226,8 @@ def _refusal(host, tier, sid, reasons, wipe_listed, safe_mode, state):
     if state == "untouchable":
         if any(r.startswith("it is the system disk") for r in reasons):
             return head + ". The system disk is never used for a storage tier; remove it from the list."
+        if any(r.startswith("is a partition") for r in reasons):
+            return head + ". Name the whole disk by stable id instead."
         return head + (". Unmount it (and remove it from /etc/fstab) first; then, to re-use it, add %s to "
                        "storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false for that run." % sid)
     fix = []
@@ -295,8 +299,10 @@ def plan_storage(disks, config):
             for d in sorted(disks, key=stable_id):
                 if d.get("kind") != want_kind or d.get("exists") is False:
                     continue
-                if d.get("transport") in ("usb",):
-                    skipped.append({"device": stable_id(d), "tier": tier, "reasons": ["USB disk"]})
+                if d.get("transport") in ("usb", "virtio"):
+                    # USB disks are removable; virtio disks report rotational=1 whatever backs them.
+                    skipped.append({"device": stable_id(d), "tier": tier,
+                                    "reasons": ["%s disk, never auto-selected" % d["transport"]]})
                     continue
                 state, reasons = classify(d, tier, tc["mount"])
                 if state in ("free", "ours"):
@@ -371,11 +377,28 @@ def plan_storage(disks, config):
     if errors:
         raise StoragePlanError(errors)
 
-    plan = {"hot": None, "cold": None, "wipe": [], "warnings": warnings, "skipped": skipped}
+    plan = {"hot": None, "cold": None, "wipe": [], "warnings": warnings, "skipped": skipped,
+            "arrays": [], "filesystems": [], "dirs": []}
     for tier in TIERS:
         tc = _tier_config(config, tier)
         plan[tier] = _plan_tier(tier, tc, chosen[tier], config)
         plan["wipe"].extend(dev["path"] for dev in plan[tier]["devices"] if dev["state"] == "wipe")
+        # Flat lists the role loops over (roles hold no logic, Jinja builds no structures).
+        if plan[tier]["md"]:
+            plan["arrays"].append(dict(plan[tier]["md"], tier=tier, wipe=[
+                dev["path"] for dev in plan[tier]["devices"] if dev["state"] == "wipe"]))
+        for fs in plan[tier]["filesystems"]:
+            plan["filesystems"].append(dict(fs, tier=tier, wipe=fs["device"] in plan["wipe"],
+                                            on_md=bool(plan[tier]["md"])))
+        if plan[tier]["enabled"] and plan[tier]["layout"] != "jbod":
+            for d in config.get("%s_dirs" % tier) or []:
+                rel = str(d.get("path", "")).strip("/")
+                if not rel or ".." in rel.split("/"):
+                    raise StoragePlanError(["%s: storage_tiers_%s_dirs: path %r must be relative to the mount "
+                                            "point, without '..'" % (host, tier, d.get("path"))])
+                plan["dirs"].append({"path": "%s/%s" % (tc["mount"].rstrip("/"), rel), "tier": tier,
+                                     "owner": d.get("owner", "root"), "group": d.get("group", "root"),
+                                     "mode": str(d.get("mode", "0755"))})
         if not chosen[tier] and tc["enabled"]:
             warnings.append("%s: no device for the %s tier (%s)" % (
                 host, tier, "none free" if tc["devices"] == "auto" else "empty list"))

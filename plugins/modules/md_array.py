@@ -282,7 +282,8 @@ def main():
         module.exit_json(**result)
     result["changed"] = True
     if module.check_mode:
-        result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
+        result["conf_line"] = conf_line(result["device"], result["uuid"] or "<assigned-at-creation>", name,
+                                        p["metadata"])
         module.exit_json(**result)
     try:
         if action == "create":
