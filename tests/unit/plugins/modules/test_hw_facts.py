@@ -1,0 +1,54 @@
+"""Run the hw_facts module as Ansible would (args file, JSON on stdout) against captured trees."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
+    _ROOT = os.path.dirname(_ROOT)
+MODULE = os.path.join(_ROOT, "plugins", "modules", "hw_facts.py")
+TREES = os.path.join(_ROOT, "tests", "data", "sysfs")
+
+
+def run_module(tmp_path, **args):
+    argfile = tmp_path / "args.json"
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=os.path.join(_ROOT, ".collections"))
+    proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, timeout=120)
+    assert proc.stdout, proc.stderr.decode()
+    return json.loads(proc.stdout.decode())
+
+
+def test_captured_tree(tmp_path):
+    res = run_module(tmp_path, root=os.path.join(TREES, "esc8000a-e12"), nvidia_smi="never",
+                     dmidecode="never")
+    assert res.get("failed") is not True, res
+    assert res["changed"] is False
+    hw = res["dlrack_hw"]
+    assert res["ansible_facts"] == {"dlrack_hw_gathered": hw}
+    assert "dlrack_hw" not in res["ansible_facts"]
+    assert (hw["cpu"]["sockets"], hw["cpu"]["cores"]) == (2, 64)
+    assert len(hw["gpus"]) == 4 and len(hw["disks"]) == 17
+    assert hw["memory"]["total_mb"] == 386606
+
+
+def test_subset_and_check_mode(tmp_path):
+    res = run_module(tmp_path, root=os.path.join(TREES, "esc8000a-e12"), gather_subset=["disks"],
+                     _ansible_check_mode=True)
+    assert res["changed"] is False
+    assert res["dlrack_hw"]["cpu"] is None and len(res["dlrack_hw"]["disks"]) == 17
+
+
+def test_bad_subset_is_a_clear_failure(tmp_path):
+    res = run_module(tmp_path, gather_subset=["gpu"])
+    assert res["failed"] is True and "gather_subset" in res["msg"]
+
+
+def test_this_machine(tmp_path):
+    res = run_module(tmp_path)
+    assert res.get("failed") is not True, res
+    assert isinstance(res["dlrack_hw"]["gpus"], list)
