@@ -588,6 +588,15 @@ def evaluate_host(name, hw, declared=None, profile="training", thresholds=None, 
         ctx.add("inventory.schema", True, "schema %d" % (clean.get("schema") or 1), "schema 1",
                 "%s hardware description is well formed" % clean["source"])
     notes = _enrich(clean)
+    for key, what in (("cpu", "cpu.model"), ("gpus", "gpus.model")):
+        specs = [clean.get("_cpu_spec")] if key == "cpu" else [g.get("_spec") for g in clean.get("gpus") or []]
+        amb = next((sp for sp in specs if sp and sp.get("ambiguous")), None)
+        if amb:
+            ctx.add("inventory.schema", False, clean["cpu"]["model"] if key == "cpu" else clean["gpus"][0].get("model"),
+                    "one of: %s" % ", ".join(amb.get("candidates") or []),
+                    "host %s: %s is ambiguous in the catalogue (%s); figures that differ between them are unknown"
+                    % (name, what, ", ".join(amb.get("candidates") or [])),
+                    "declare the exact model, e.g. %r" % ((amb.get("candidates") or ["?"])[0]), unknown=True)
     wl = clean.get("workload") or workload
     if isinstance(wl, dict) and clean.get("workload") is None:
         wl_clean, wl_problems = check_hw({"source": "declared", "workload": wl})

@@ -244,3 +244,10 @@ def test_no_hw_at_all_is_an_error_naming_the_host():
 
 def test_deterministic():
     assert evaluate_host("x", GOOD) == evaluate_host("x", GOOD)
+
+
+def test_ambiguous_gpu_model_asks_for_the_exact_one():
+    res = evaluate_host("x", _hw(gpus={"model": "H100", "count": 8}))
+    f = [f for f in _by_rule(res, "inventory.schema") if f["severity"] == "warning"][0]
+    assert "ambiguous" in f["message"] and "H100" in f["message"]
+    assert _sev(res, "memory.exceeds_vram") in (["warning"], ["info"])

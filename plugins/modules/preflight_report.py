@@ -1,0 +1,85 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Documentation only: the work is done on the controller by plugins/action/preflight_report.py.
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: preflight_report
+short_description: Validate the fleet's hardware against the dlrack rules and write the reports
+version_added: 0.1.0
+description:
+  - Runs once on the controller (use it with C(run_once=true)) over all hosts of the play. For each host it
+    takes the gathered facts C(dlrack_hw_gathered) (from M(dlrack.node.hw_facts) or a fact cache)
+    or else the inventory declaration C(dlrack_hw), applies the rules of DESIGN.md with the host's
+    C(dlrack_profile), C(dlrack_thresholds), C(dlrack_severity), C(dlrack_workload) and
+    C(dlrack_external_archive), and compares gathered facts with a declaration when both exist.
+  - Writes C(report.json), C(report.xml) (JUnit) and C(report.html) into O(report_dir).
+  - Never connects to a host and never reports a change.
+options:
+  hosts:
+    description: Inventory names to validate (normally C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  report_dir:
+    description: Directory on the controller for the reports; omit to write none.
+    type: path
+  fail_on:
+    description: C(error) lists hosts with errors in RV(failed_hosts); C(warning) also hosts with
+      warnings; C(never) lists none.
+    type: str
+    choices: [error, warning, never]
+    default: error
+  drift:
+    description: Optional per-host drift records (from the drift callback) to add to the reports.
+    type: dict
+attributes:
+  check_mode:
+    support: full
+    description: Reads variables and writes reports on the controller; never changes a host.
+  action:
+    support: full
+  connection:
+    support: none
+    description: Never connects to the hosts it validates.
+author: dlrack.node contributors
+"""
+
+RETURN = r"""
+summary:
+  description: Fleet counts by status and per rule.
+  type: dict
+  returned: always
+host_status:
+  description: C(pass), C(warn) or C(fail) per host.
+  type: dict
+  returned: always
+failed_hosts:
+  description: Hosts that must fail according to O(fail_on).
+  type: list
+  returned: always
+lines:
+  description: A readable summary, one line per host and finding.
+  type: list
+  returned: always
+report_paths:
+  description: Paths of the files written.
+  type: dict
+  returned: when report_dir is set
+"""
+
+EXAMPLES = r"""
+- name: Validate every host once and write the reports
+  dlrack.node.preflight_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    report_dir: /srv/reports/rack-07
+    fail_on: error
+  run_once: true
+  delegate_to: localhost
+  register: preflight
+"""
