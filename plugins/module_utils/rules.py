@@ -307,7 +307,13 @@ def _rule_ram(ctx, hw, th):
         return
     vram = _gpu_mem_total(gpus)
     if ram is None or vram is None:
-        what = "system RAM" if ram is None else "GPU memory (model not in the catalogue)"
+        if ram is None:
+            what = "system RAM"
+        elif any(not g.get("model") for g in gpus):
+            what = "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)"
+        else:
+            what = "GPU memory (model %r not in the catalogue)" % next(
+                g.get("model") for g in gpus if g.get("memory_mb") is None)
         ctx.add("memory.exceeds_vram", False, _gib(ram), "> %s" % _gib(vram), "cannot verify: %s unknown" % what,
                 "declare memory.total_mb and the GPU model or memory_mb", unknown=True)
         return
@@ -503,6 +509,11 @@ def _rule_interconnect(ctx, hw):
         return
     observed = "PCIe only" if not any(active) else "NVLink on %d of %d GPUs" % (sum(1 for a in active if a), len(gpus))
     if all(a is None for a in active) and not all(capable):
+        if not all(g.get("model") for g in gpus):
+            ctx.add("gpu.interconnect", False, "unknown", "NVLink/NVSwitch",
+                    "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
+                    "install the NVIDIA driver and gather again", unknown=True)
+            return
         observed = "no NVLink (model %s)" % gpus[0].get("model")
     ctx.add("gpu.interconnect", False, observed, "NVLink/NVSwitch",
             "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
