@@ -10,13 +10,16 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.dlrack.node.plugins.module_utils.preflight import collect_host_inputs, run_preflight
+from ansible_collections.dlrack.node.plugins.module_utils.preflight import (
+    DriftFileError, collect_host_inputs, load_drift, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "report_dir": {"type": "path"},
     "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
     "drift": {"type": "dict"},
+    "drift_file": {"type": "path"},
+    "report_prefix": {"type": "str", "default": "report"},
 }
 
 
@@ -35,7 +38,14 @@ class ActionModule(ActionBase):
         for host in args["hosts"]:
             hv = hostvars.get(host) or {}
             inputs[host] = collect_host_inputs(host, hv)
-        out = run_preflight(inputs, report_dir=args["report_dir"], fail_on=args["fail_on"], drift=args.get("drift"))
+        drift = args.get("drift")
+        if args.get("drift_file"):
+            try:
+                drift = load_drift(args["drift_file"], args["hosts"])
+            except DriftFileError as exc:
+                raise AnsibleActionFail(str(exc))
+        out = run_preflight(inputs, report_dir=args["report_dir"], fail_on=args["fail_on"], drift=drift,
+                            prefix=args["report_prefix"])
         result.update(out)
         result["changed"] = False
         return result

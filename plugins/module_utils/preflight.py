@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.dlrack.node.plugins.module_utils.report import summary_lines, write_reports
 from ansible_collections.dlrack.node.plugins.module_utils.rules import evaluate_fleet
 
@@ -53,17 +55,45 @@ def failed_hosts(results, fail_on):
     return sorted(h for h, r in results.items() if r["status"] in bad)
 
 
-def run_preflight(inputs, report_dir=None, fail_on="error", drift=None):
+class DriftFileError(Exception):
+    pass
+
+
+def load_drift(path, hosts):
+    """Read the dlrack.node.drift callback's file; every host gets a record (empty = no drift)."""
+    try:
+        with open(path) as fh:
+            records = json.load(fh)
+    except (IOError, OSError, ValueError) as exc:
+        raise DriftFileError("cannot read the drift records %s (%s): enable the callback with "
+                             "ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift or callbacks_enabled in ansible.cfg"
+                             % (path, exc))
+    out = {}
+    for host in hosts:
+        rec = records.get(host) or {}
+        out[host] = {"changes": rec.get("changes", []), "failures": rec.get("failures", []),
+                     "unreachable": bool(rec.get("unreachable"))}
+    return out
+
+
+def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report"):
     results, summary = evaluate_fleet(inputs)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},
         "failed_hosts": failed_hosts(results, fail_on),
         "lines": summary_lines(results, summary),
+        "drift_hosts": sorted(h for h, d in (drift or {}).items() if d.get("changes")),
     }
+    if drift is not None:
+        for host in sorted(drift):
+            for c in drift[host].get("changes", []):
+                out["lines"].append("DRIFT %s: [%s] %s" % (host, c.get("role") or "-", c.get("task")))
+        if not out["drift_hosts"]:
+            out["lines"].append("no drift on %d host(s)" % len(drift))
     if report_dir:
         out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,
-                                            meta={"fail_on": fail_on})
+                                            meta={"fail_on": fail_on}, prefix=prefix)
         out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
     out["text"] = "\n".join(out["lines"])
     return out

@@ -36,8 +36,18 @@ options:
     choices: [error, warning, never]
     default: error
   drift:
-    description: Optional per-host drift records (from the drift callback) to add to the reports.
+    description: Optional per-host drift records to add to the reports.
     type: dict
+  drift_file:
+    description:
+      - JSON file written by the C(dlrack.node.drift) callback during the run. Its records become the
+        drift section of the reports and RV(drift_hosts). Fails when the file is missing, because
+        then the callback was not enabled and a drift report would lie.
+    type: path
+  report_prefix:
+    description: File name stem of the reports (C(report) gives report.json, report.xml, report.html).
+    type: str
+    default: report
 attributes:
   check_mode:
     support: full
@@ -65,6 +75,10 @@ failed_hosts:
   returned: always
 lines:
   description: A readable summary, one line per host and finding.
+  type: list
+  returned: always
+drift_hosts:
+  description: Hosts with at least one task that would change (only with O(drift_file) or O(drift)).
   type: list
   returned: always
 report_paths:

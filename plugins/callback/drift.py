@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Record every task that would change (check mode) for the drift report."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: drift
+type: aggregate
+short_description: Record the tasks that would change, for dlrack.node's drift report
+version_added: 0.1.0
+description:
+  - Active only in plays that set the play variable C(dlrack_drift_file) (playbooks/drift.yml does).
+    For every task result with C(changed) (in check mode, one that would change) it appends a record
+    C({host, role, task, action, diff}) to that JSON file as the run goes; unreachable hosts and
+    failed tasks are recorded too. The drift play reads the file to write the drift report and to
+    set the exit status, so the report never depends on parsing console output.
+  - Enable it with C(callbacks_enabled = dlrack.node.drift) in C(ansible.cfg) or
+    C(ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift) (the collection's ansible.cfg does).
+requirements:
+  - enable in configuration
+author: dlrack.node contributors
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.plugins.callback import CallbackBase
+from ansible.template import Templar
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "dlrack.node.drift"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self._path = None
+        self._records = {}
+
+    def v2_playbook_on_play_start(self, play):
+        self._path = None
+        raw = (play.vars or {}).get("dlrack_drift_file")
+        if not raw:
+            return
+        path = raw
+        if Templar.is_possibly_template(raw) if hasattr(Templar, "is_possibly_template") else "{{" in str(raw):
+            try:
+                variables = play._variable_manager.get_vars(play=play)
+                path = Templar(loader=play._loader, variables=variables).template(raw)
+            except Exception as exc:  # a drift report that silently records nothing would lie
+                self._display.warning("dlrack.node.drift: cannot resolve dlrack_drift_file %r: %s" % (raw, exc))
+                return
+        self._path = os.path.abspath(str(path))
+        self._records = {}
+        self._flush()
+
+    def _flush(self):
+        d = os.path.dirname(self._path)
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".drift-", dir=d)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(self._records, fh, indent=1, sort_keys=True, default=str)
+        os.replace(tmp, self._path)
+
+    def _host(self, name):
+        return self._records.setdefault(name, {"changes": [], "failures": [], "unreachable": False})
+
+    @staticmethod
+    def _describe(result):
+        task = result._task
+        role = task._role.get_name(include_role_fqcn=False) if getattr(task, "_role", None) else None
+        return {"role": role, "task": task.get_name().split(" : ", 1)[-1], "action": task.action}
+
+    def v2_runner_on_ok(self, result):
+        if not self._path or not result._result.get("changed"):
+            return
+        rec = self._describe(result)
+        diff = result._result.get("diff")
+        if isinstance(diff, list):
+            diff = [d for d in diff if d]
+        rec["diff"] = diff or None
+        if result._result.get("results"):
+            rec["items"] = [str(r.get("item")) for r in result._result["results"] if r.get("changed")]
+        self._host(result._host.get_name())["changes"].append(rec)
+        self._flush()
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        if not self._path or ignore_errors:
+            return
+        rec = self._describe(result)
+        rec["msg"] = str(result._result.get("msg", ""))[:500]
+        self._host(result._host.get_name())["failures"].append(rec)
+        self._flush()
+
+    def v2_runner_on_unreachable(self, result):
+        if not self._path:
+            return
+        h = self._host(result._host.get_name())
+        h["unreachable"] = True
+        h["failures"].append(dict(self._describe(result), msg=str(result._result.get("msg", ""))[:500]))
+        self._flush()
