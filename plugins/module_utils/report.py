@@ -112,6 +112,7 @@ header p{margin:4px 0 0;color:#b8c0cc}main{padding:20px 28px;max-width:1400px}
 .card b{display:block;font-size:26px}.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
 .badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}
+.scroll{overflow-x:auto}td.h{white-space:nowrap}
 table{border-collapse:collapse;background:#fff;width:100%;box-shadow:0 1px 2px #0002;border-radius:8px;overflow:hidden}
 th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top}
 th{background:#eef0f3;font-weight:600;font-size:12px}
@@ -123,6 +124,18 @@ section.host h2{margin:0 0 8px;font-size:17px}.muted{color:#57606a}
 .sev-info{color:#57606a}details summary{cursor:pointer;color:#0969da}
 svg text{font-family:system-ui,sans-serif}
 """
+
+
+def _group_disks(disks):
+    """Identical disks (kind, model, size, not system) collapse into one line with a count."""
+    groups = []
+    for d in disks:
+        key = (d.get("kind"), d.get("model"), d.get("size_bytes"), bool((d.get("in_use") or {}).get("system")))
+        if groups and groups[-1][0] == key and not key[3]:
+            groups[-1][1] += 1
+        else:
+            groups.append([key, 1, d])
+    return [(count, d) for _, count, d in groups]
 
 
 def _svg_topology(hw):
@@ -159,7 +172,8 @@ def _svg_topology(hw):
         dplaced[node_ids[0]].extend(dunplaced)
         dunplaced = []
     col_w, gap = 300, 16
-    rows = max([len(placed[n]) + len(dplaced[n]) for n in node_ids] + [len(unplaced) + len(dunplaced), 1])
+    rows = max([len(placed[n]) + len(_group_disks(dplaced[n])) for n in node_ids]
+               + [len(unplaced) + len(_group_disks(dunplaced)), 1])
     height = 70 + rows * 30 + 20
     cols = len(node_ids) + (1 if unplaced or dunplaced else 0)
     width = cols * (col_w + gap) + gap
@@ -176,32 +190,34 @@ def _svg_topology(hw):
             p = g.get("pcie") or {}
             w, wm = p.get("width"), p.get("width_max")
             bad = w is not None and wm is not None and w < wm
-            link = "x%s/x%s" % (w, wm) if w is not None else "link n/a"
+            link = "x%s/x%s" % (w, wm) if w is not None else ("declared" if hw.get("source") == "declared" else "link n/a")
             mem = "%d GB" % round(g["memory_mb"] / 1024.0) if g.get("memory_mb") else ""
             parts.append('<rect x="%d" y="%d" width="%d" height="24" rx="4" fill="%s" stroke="%s"/>'
                          % (x + 10, y, col_w - 20, "#ffebe9" if bad else "#dafbe1", "#cf222e" if bad else "#2da44e"))
-            label = "GPU%s %s %s" % (g.get("index"), (g.get("model") or "?").replace("NVIDIA ", ""), mem)
+            label = "GPU%s %s %s" % (g.get("index"), (g.get("model") or "").replace("NVIDIA ", "")
+                                     or "%s (model unknown)" % (g.get("pci_bus_id") or "?"), mem)
             parts.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 16, y + 16, escape(label[:38])))
             parts.append('<text x="%d" y="%d" font-size="11" text-anchor="end" fill="%s">%s</text>'
                          % (x + col_w - 16, y + 16, "#cf222e" if bad else "#1a7f37", escape(link)))
             y += 30
-        for d in items_disk:
+        for count, d in _group_disks(items_disk):
             size = "%.1f TB" % (d["size_bytes"] / 1e12) if d.get("size_bytes") else ""
             kind = d.get("kind") or "?"
             fillc = {"nvme": "#ddf4ff", "ssd": "#fbefff", "hdd": "#fff8c5"}.get(kind, "#f6f8fa")
             parts.append('<rect x="%d" y="%d" width="%d" height="24" rx="4" fill="%s" stroke="#8c959f"/>'
                          % (x + 10, y, col_w - 20, fillc))
-            label = "%s %s %s" % (kind.upper(), d.get("name") or d.get("model") or "", size)
+            name = d.get("model") if count > 1 else (d.get("name") or d.get("model") or "")
+            label = "%s%s %s %s" % ("%d x " % count if count > 1 else "", kind.upper(), name or "", size)
             if (d.get("in_use") or {}).get("system"):
                 label += " (system)"
-            parts.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 16, y + 16, escape(label[:44])))
+            parts.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 16, y + 16, escape(label[:46])))
             y += 30
 
     x = gap
     for n in nodes:
         if n.get("_declared"):
             title = "Socket %d" % n["id"]
-            sub = "%s (declared; GPU placement assumed)" % (cpu.get("model") or "CPU")
+            sub = "%s, declared" % (cpu.get("model") or "CPU").replace("(R)", "").replace("(TM)", "")
         else:
             ncpus = len(parse_cpulist(n.get("cpus") or ""))
             mem = "%d GB" % round(n["memory_mb"] / 1024.0) if n.get("memory_mb") else "no memory"
@@ -212,7 +228,9 @@ def _svg_topology(hw):
         column(x, title, sub, placed[n["id"]], dplaced[n["id"]], "#f6f8fa")
         x += col_w + gap
     if unplaced or dunplaced:
-        column(x, "No NUMA affinity", "numa_node -1 / unknown", unplaced, dunplaced, "#fff8f0")
+        title = "Storage" if not unplaced else "No NUMA affinity"
+        sub = "declared disks" if hw.get("source") == "declared" and not unplaced else "numa_node -1 / unknown"
+        column(x, title, sub, unplaced, dunplaced, "#fff8f0")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -239,20 +257,20 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
         h.append('<div class="card"><b class="%s">%d</b>drifted</div>' % ("fail" if nd else "pass", nd))
     h.append("</div>")
     # Fleet matrix: hosts x rules.
-    h.append("<h2>Fleet</h2><table><tr><th>host</th><th>status</th>")
+    h.append('<h2>Fleet</h2><div class="scroll"><table><tr><th>host</th><th>status</th>')
     for r in rules_seen:
         h.append('<th title=%s>%s</th>' % (quoteattr(desc.get(r, r)), escape(r.replace(".", ".\u200b"))))
     h.append("</tr>")
     for host in sorted(results):
         res = results[host]
-        h.append('<tr><td><a href="#host-%s">%s</a></td><td><span class="badge %s">%s</span></td>'
+        h.append('<tr><td class="h"><a href="#host-%s">%s</a></td><td><span class="badge %s">%s</span></td>'
                  % (escape(host), escape(host), res["status"], res["status"]))
         for r in rules_seen:
             o = res.get("rules", {}).get(r)
             msgs = "; ".join(f["message"] for f in res["findings"] if f["rule"] == r)
             h.append('<td class="c">%s</td>' % ('<span class="cell %s" title=%s></span>' % (o, quoteattr(msgs)) if o else ""))
         h.append("</tr>")
-    h.append("</table>")
+    h.append("</table></div>")
     if drift is not None:
         h.append("<h2>Drift</h2><table><tr><th>host</th><th>role</th><th>task that would change</th><th>diff</th></tr>")
         any_drift = False
