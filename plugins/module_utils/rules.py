@@ -17,6 +17,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.dlrack.node.plugins.module_utils import catalogue
+from ansible_collections.dlrack.node.plugins.module_utils.ecc_metrics import assess_ecc
 from ansible_collections.dlrack.node.plugins.module_utils.hwschema import check_hw
 
 RULES = (
@@ -375,33 +376,20 @@ def _rule_edac(ctx, hw):
 
 
 def _rule_ecc_errors(ctx, hw, th):
+    """Memory error counts, judged by the ECC collector's own assess_ecc (one implementation)."""
     edac = hw["memory"].get("edac")
     if hw["source"] == "declared" or not edac:
-        ctx.skip("memory.ecc_errors", "no EDAC counters" if hw["source"] != "declared" else "declared host")
+        ctx.skip("memory.ecc_errors", "no EDAC counters (see memory.edac_active)"
+                 if hw["source"] != "declared" else "error counters are only known once the host is gathered")
         return
-    ue, ce = edac.get("uncorrected"), edac.get("corrected")
-    budget = th["ecc_corrected_budget_24h"]
-    uptime = hw.get("uptime_s")
-    if ue:
-        ctx.add("memory.ecc_errors", False, "%d uncorrected" % ue, "0 uncorrected",
-                "%d uncorrected memory error(s) since boot: a DIMM is failing" % ue,
-                "find the DIMM with ras-mc-ctl --errors / the dlrack_edac metrics and replace it; "
-                "drain the node from the scheduler")
+    configured = ctx.sev.get("memory.ecc_errors", "error")
+    if configured == "off":
         return
-    if ce is None:
-        ctx.skip("memory.ecc_errors", "corrected counter unreadable")
-        return
-    days = max(uptime / 86400.0, 1.0) if uptime else 1.0
-    rate = ce / days
-    if rate > budget:
-        ctx.findings.append({
-            "rule": "memory.ecc_errors", "severity": "warning",
-            "observed": "%d corrected (%.1f per 24 h)" % (ce, rate), "required": "<= %s per 24 h" % budget,
-            "message": "corrected memory errors at %.1f per 24 h exceed the budget of %s" % (rate, budget),
-            "remedy": "schedule the DIMM named by ras-mc-ctl --error-count for replacement"})
-    else:
-        ctx.add("memory.ecc_errors", True, "%d corrected, 0 uncorrected" % ce, "<= %s per 24 h" % budget,
-                "memory error counts within budget")
+    for f in assess_ecc(edac, uptime_s=hw.get("uptime_s"), budget_24h=th["ecc_corrected_budget_24h"]):
+        f = dict(f, rule="memory.ecc_errors")
+        if f["severity"] == "error":
+            f["severity"] = configured if configured != "info" else "info"
+        ctx.findings.append(f)
 
 
 def _disks_by_kind(hw):
