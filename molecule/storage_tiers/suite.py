@@ -67,7 +67,8 @@ def apply(role_vars, check=False):
 
 def normalize(names):
     """Check mode reports the XFS of a not-yet-created array with a stand-in task."""
-    m = {"Report the XFS that the new arrays will get (check mode only)": "Create the XFS filesystems (aligned to the array)"}
+    m = {"Report the XFS that the new arrays will get (check mode only)": "Create the XFS filesystems (aligned to the array)",
+         "Update initramfs (check mode only)": "Update initramfs"}
     return sorted(m.get(n, n).split(" : ")[-1] for n in names)
 
 
@@ -250,5 +251,6 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "container":
         sys.exit(container(sys.argv[2]))
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "storage_vm"))
     import suite_vm  # noqa: E402  (the VM cases live next to the VM scenario)
     sys.exit(suite_vm.main(mode, sys.modules[__name__]))

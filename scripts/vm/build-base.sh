@@ -9,7 +9,7 @@ set -euo pipefail
 CACHE=${DLRACK_VM_CACHE:-/var/cache/dlrack-vm}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-PKGS=linux-image-amd64,openssh-server,python3,mdadm,xfsprogs,dbus,systemd-sysv,udev,kmod,iproute2,util-linux,fdisk,e2fsprogs,procps,initramfs-tools
+PKGS=linux-image-amd64,openssh-server,python3,python3-apt,mdadm,xfsprogs,dbus,systemd-sysv,udev,kmod,iproute2,util-linux,fdisk,e2fsprogs,procps,initramfs-tools
 want=$( (cat "$0"; echo "$PKGS") | sha256sum | cut -c1-16)
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"

@@ -1,0 +1,173 @@
+"""VM half of the storage_tiers suite (imported by ../storage_tiers/suite.py): md for real."""
+import os
+import re
+import subprocess
+import time
+
+CACHE = os.environ.get("DLRACK_VM_CACHE", "/var/cache/dlrack-vm")
+RUN = os.environ.get("DLRACK_VM_RUN", "/var/tmp/dlrack-storage-vm")
+PORT = os.environ.get("DLRACK_VM_PORT", "22922")
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "vm")
+NV = ["/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_DLNVME0001", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_DLNVME0002"]
+NV_OLD = "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_DLNVME0003"
+HDD = ["/dev/disk/by-id/wwn-0x5000c500dead000%d" % i for i in (1, 2, 3, 4)]
+MD_OLD = "/dev/disk/by-id/wwn-0x5000c500dead0005"
+PT = "/dev/disk/by-id/wwn-0x5000c500dead0006"
+AUTO = {}   # role defaults: auto selection, raid0 hot, raid6 cold
+
+
+def target(s):
+    return s.Target(["ssh", "-q", "-i", os.path.join(CACHE, "id_ed25519"), "-p", PORT, "-o", "BatchMode=yes",
+                     "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "root@127.0.0.1"])
+
+
+def members(tgt, md):
+    det = tgt.sh("mdadm --detail --export %s" % md)
+    return sorted(v for k, v in (l.split("=", 1) for l in det.splitlines() if "=" in l)
+                  if k.startswith("MD_DEVICE_") and k.endswith("_DEV")), det
+
+
+def realpaths(tgt, links):
+    return sorted(tgt.sh("readlink -f %s" % " ".join(links)).split())
+
+
+def converge(s):
+    tgt = target(s)
+
+    @s.case("VM fresh node: check mode (auto) reports exactly the real run's changes, touches nothing; rerun changed=0")
+    def _fresh():
+        watch = NV + HDD
+        before = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh("cat /proc/mdstat")]
+        rc, c_check, msg = s.apply(AUTO, check=True)
+        assert rc == 0, "check mode failed: %s" % msg
+        after = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh("cat /proc/mdstat")]
+        assert before == after, "check mode changed fstab/mdadm.conf/arrays"
+        assert tgt.sh("blkid -p %s >/dev/null; echo $?" % " ".join(watch)) == "2", "check mode wrote a signature"
+        rc, c_real, msg = s.apply(AUTO)
+        assert rc == 0, "real run failed: %s" % msg
+        assert s.normalize(c_check) == s.normalize(c_real), "check %s\n!= real %s" % (c_check, c_real)
+        rc, c_again, msg = s.apply(AUTO)
+        assert rc == 0 and c_again == [], "second run: rc=%d changed=%s %s" % (rc, c_again, msg)
+    _fresh()
+    return s.summary()
+
+
+def verify(s):
+    tgt = target(s)
+    safety = tgt.sh("cat /root/safety.sha256")
+    data_sha = tgt.sh("cat /root/data.sha256")
+
+    def protected_intact():
+        assert tgt.sh("sha256sum %s %s %s" % (NV_OLD, MD_OLD, PT)) == safety, "an adversarial disk changed"
+        got = tgt.sh("mkdir -p /run/ro && mount -o ro,noload %s /run/ro && sha256sum /run/ro/data.bin | cut -d' ' -f1;"
+                     " umount /run/ro" % NV_OLD)
+        assert got == data_sha, "data.bin changed"
+
+    @s.case("VM: hot RAID0 over the 2 free NVMe, cold RAID6 over the 4 free HDDs (auto), as mdadm --detail shows")
+    def _md():
+        have, det = members(tgt, "/dev/md/dlrack-hot")
+        assert have == realpaths(tgt, NV), (have, det)
+        assert "MD_LEVEL=raid0" in det and re.search(r"MD_NAME=.*:dlrack-hot", det), det
+        have, det = members(tgt, "/dev/md/dlrack-cold")
+        assert have == realpaths(tgt, HDD), (have, det)
+        assert "MD_LEVEL=raid6" in det, det
+        detail = tgt.sh("mdadm --detail /dev/md/dlrack-cold")
+        assert "Chunk Size : 512K" in detail and re.search(r"State : (clean|active)", detail), detail
+        protected_intact()
+    _md()
+
+    @s.case("VM: XFS aligned to the arrays (xfs_info sunit/swidth), fstab by UUID with nofail, findmnt --verify")
+    def _xfs():
+        for mnt in ("/mnt/hot", "/mnt/archive"):
+            info = tgt.sh("xfs_info %s" % mnt)
+            # su=512k = 128 blocks of 4k; RAID0 x2 and RAID6 x4 both have 2 data disks -> swidth 256
+            assert re.search(r"sunit=128\s+swidth=256 blks", info), info
+        fstab = tgt.sh("cat /etc/fstab")
+        for mnt in ("/mnt/hot", "/mnt/archive"):
+            assert re.search(r"(?m)^UUID=[0-9a-f-]{36} %s xfs noatime,nofail,x-systemd.device-timeout=30s 0 0$" % mnt,
+                             fstab), fstab
+        tgt.sh("findmnt --verify")
+        conf = tgt.sh("cat /etc/mdadm/mdadm.conf")
+        for md in ("dlrack-hot", "dlrack-cold"):
+            uuid = tgt.sh("mdadm --detail --export /dev/md/%s | sed -n 's/^MD_UUID=//p'" % md)
+            assert "ARRAY /dev/md/%s metadata=1.2 UUID=%s" % (md, uuid) in conf, conf
+        assert "MAILADDR root" in conf
+        assert tgt.sh("systemctl is-active mdmonitor.service") == "active"
+        assert tgt.sh("systemctl is-enabled fstrim.timer") == "enabled"
+        assert tgt.sh("stat -c %a /mnt/hot/scratch") == "1777"
+    _xfs()
+
+    fix = "add %s to storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false"
+
+    @s.case("VM: a former md member named explicitly is refused; the disk is unchanged")
+    def _old_md():
+        s.expect_refusal(tgt, {"storage_tiers_hot_enabled": False, "storage_tiers_cold_devices": HDD[:3] + [MD_OLD]},
+                         [MD_OLD] + HDD[:3], ["storage_tiers_cold_devices: %s is a member of md array oldbox:data" % MD_OLD,
+                                               fix % MD_OLD])
+    _old_md()
+
+    @s.case("VM: the system disk is refused, even with wipe allowed and safe mode off")
+    def _system():
+        s.expect_refusal(tgt, {"storage_tiers_cold_enabled": False, "storage_tiers_hot_devices": ["/dev/vda"],
+                               "storage_tiers_wipe_allowed": ["/dev/vda"], "storage_tiers_safe_mode": False},
+                         ["/etc/fstab"], ["storage_tiers_hot_devices: /dev/vda it is the system disk",
+                                          "The system disk is never used"])
+    _system()
+
+    @s.case("VM: an NVMe with a filesystem and a file, and a GPT disk, named explicitly, are refused; data intact")
+    def _fs_pt():
+        s.expect_refusal(tgt, {"storage_tiers_hot_devices": NV + [NV_OLD], "storage_tiers_cold_devices": HDD[:3] + [PT]},
+                         [NV_OLD, PT], ["storage_tiers_hot_devices: %s carries a ext4 filesystem labelled olddata" % NV_OLD,
+                                        "storage_tiers_cold_devices: %s has a gpt partition table" % PT])
+        protected_intact()
+    _fs_pt()
+
+    @s.case("VM: the same NVMe in both tiers is an error")
+    def _both():
+        s.expect_refusal(tgt, {"storage_tiers_hot_devices": NV, "storage_tiers_cold_devices": [NV[0]],
+                               "storage_tiers_cold_level": "single"}, [],
+                         ["%s is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices" % NV[0]])
+    _both()
+
+    @s.case("VM: interrupted run (array created, no filesystem yet, array stopped) is assembled and completed")
+    def _interrupted():
+        uuid = tgt.sh("mdadm --detail --export /dev/md/dlrack-hot | sed -n 's/^MD_UUID=//p'")
+        tgt.sh("umount /mnt/hot && sed -i '\\# /mnt/hot #d' /etc/fstab && wipefs -q -a /dev/md/dlrack-hot && "
+               "mdadm --stop /dev/md/dlrack-hot && udevadm settle")
+        rc, changed, msg = s.apply(AUTO)
+        assert rc == 0, msg
+        got = s.normalize(changed)
+        assert "Create or assemble the md arrays" in got and "Create the XFS filesystems (aligned to the array)" in got, got
+        assert tgt.sh("mdadm --detail --export /dev/md/dlrack-hot | sed -n 's/^MD_UUID=//p'") == uuid, "array re-created"
+        assert tgt.sh("findmnt -rn -o FSTYPE /mnt/hot") == "xfs"
+        tgt.sh("echo precious > /mnt/hot/datasets/marker && echo cold > /mnt/archive/results/marker && sync")
+        rc, changed, msg = s.apply(AUTO)
+        assert rc == 0 and changed == [], "rerun after completion: %s %s" % (changed, msg)
+        protected_intact()
+    _interrupted()
+
+    @s.case("VM: reboot with the disks attached in reverse order: both tiers mount again, rerun changed=0")
+    def _reboot():
+        names_before = tgt.sh("readlink -f %s %s" % (NV[0], HDD[0]))
+        subprocess.run([os.path.join(SCRIPTS, "stop.sh"), RUN, PORT], check=True)
+        subprocess.run([os.path.join(SCRIPTS, "start.sh"), RUN, PORT, "reverse"], check=True)
+        tgt.sh("systemctl is-system-running --wait || true")
+        names_after = tgt.sh("readlink -f %s %s" % (NV[0], HDD[0]))
+        assert names_before != names_after, "the reverse attach order did not change device names: %s" % names_after
+        for _ in range(20):
+            if tgt.sh("findmnt -rn -o TARGET /mnt/hot /mnt/archive | wc -l") == "2":
+                break
+            time.sleep(3)
+        assert tgt.sh("findmnt -rn -o TARGET,FSTYPE /mnt/hot") == "/mnt/hot xfs"
+        assert tgt.sh("findmnt -rn -o TARGET,FSTYPE /mnt/archive") == "/mnt/archive xfs"
+        assert tgt.sh("cat /mnt/hot/datasets/marker /mnt/archive/results/marker") == "precious\ncold"
+        tgt.sh("findmnt --verify")
+        rc, changed, msg = s.apply(AUTO)
+        assert rc == 0 and changed == [], "rerun after the shuffled reboot: rc=%d %s %s" % (rc, changed, msg)
+        protected_intact()
+    _reboot()
+    return s.summary()
+
+
+def main(mode, s):
+    return converge(s) if mode == "vm-converge" else verify(s)
