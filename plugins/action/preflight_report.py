@@ -11,7 +11,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.module_utils.preflight import (
-    DriftFileError, collect_host_inputs, load_drift, run_preflight)
+    DriftFileError, collect_host_inputs, hosts_to_gather, load_drift, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -20,6 +20,9 @@ _SPEC = {
     "drift": {"type": "dict"},
     "drift_file": {"type": "path"},
     "report_prefix": {"type": "str", "default": "report"},
+    "select_only": {"type": "bool", "default": False},
+    "gather": {"type": "bool", "default": False},
+    "use_fact_cache": {"type": "bool", "default": False},
 }
 
 
@@ -34,6 +37,11 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("preflight_report: %s" % "; ".join(validation.error_messages))
         args = validation.validated_parameters
         hostvars = task_vars.get("hostvars", {})
+        if args["select_only"]:
+            result["gather_hosts"] = hosts_to_gather(
+                ((h, hostvars.get(h) or {}) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
+            result["changed"] = False
+            return result
         inputs = {}
         for host in args["hosts"]:
             hv = hostvars.get(host) or {}

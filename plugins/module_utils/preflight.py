@@ -48,6 +48,24 @@ def collect_host_inputs(host, hostvars):
     }
 
 
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def hosts_to_gather(hostvars_by_host, gather=False, use_fact_cache=False):
+    """Hosts that need hw_facts: nothing declared, or dlrack_gather set (per host or for the run),
+    unless the fact cache already holds dlrack_hw_gathered and the cache may be used."""
+    out = []
+    for host, hv in hostvars_by_host:
+        want = hv.get("dlrack_hw") is None or gather or _truthy(hv.get("dlrack_gather"))
+        cached = (use_fact_cache or _truthy(hv.get("dlrack_use_fact_cache"))) and hv.get("dlrack_hw_gathered") is not None
+        if want and not cached:
+            out.append(host)
+    return out
+
+
 def failed_hosts(results, fail_on):
     if fail_on == "never":
         return []

@@ -97,8 +97,20 @@ class ConfigError(ValueError):
     """Bad profile/threshold/severity settings (names the host and the setting)."""
 
 
+_SETTINGS_CACHE = {}
+
+
 def resolve_settings(host, profile="training", thresholds=None, severity=None):
     """Merge profile defaults with per-host overrides; raise ConfigError naming the bad key."""
+    if not thresholds and not severity and profile in _SETTINGS_CACHE:
+        return _SETTINGS_CACHE[profile]
+    result = _resolve_settings(host, profile, thresholds, severity)
+    if not thresholds and not severity:
+        _SETTINGS_CACHE[profile] = result
+    return result
+
+
+def _resolve_settings(host, profile, thresholds, severity):
     if profile not in PROFILES:
         raise ConfigError("host %s: dlrack_profile %r is not a profile (use one of %s)"
                           % (host, profile, ", ".join(sorted(PROFILES))))
@@ -127,6 +139,20 @@ def resolve_settings(host, profile="training", thresholds=None, severity=None):
                               % (host, key, ", ".join(SEVERITIES), value))
         sev[key] = value
     return th, sev
+
+
+_LOOKUP_CACHE = {}
+
+
+def _lookup(kind, name):
+    """Catalogue lookups memoised per model string: a fleet repeats a handful of models.
+    The returned specs are shared and must be treated as read-only."""
+    key = (kind, name)
+    if key not in _LOOKUP_CACHE:
+        if len(_LOOKUP_CACHE) > 4096:
+            _LOOKUP_CACHE.clear()
+        _LOOKUP_CACHE[key] = catalogue.lookup_cpu(name) if kind == "cpu" else catalogue.lookup_gpu(name)
+    return _LOOKUP_CACHE[key]
 
 
 def _gib(mb):
@@ -166,7 +192,7 @@ def _enrich(hw):
     """Fill unknown figures from the catalogue; return notes on where figures came from."""
     notes = {}
     cpu = hw["cpu"]
-    spec = catalogue.lookup_cpu(cpu["model"]) if cpu.get("model") else None
+    spec = _lookup("cpu", cpu["model"]) if cpu.get("model") else None
     hw["_cpu_spec"] = spec
     if spec:
         sockets = cpu.get("sockets") or 1
@@ -186,7 +212,7 @@ def _enrich(hw):
         if cpu.get("vendor") is None and spec.get("vendor"):
             cpu["vendor"] = spec["vendor"]
     for gpu in hw["gpus"] or []:
-        gspec = catalogue.lookup_gpu(gpu["model"]) if gpu.get("model") else None
+        gspec = _lookup("gpu", gpu["model"]) if gpu.get("model") else None
         gpu["_spec"] = gspec
         if gspec and gpu.get("memory_mb") is None and gspec.get("memory_mb"):
             gpu["memory_mb"] = gspec["memory_mb"]
@@ -529,7 +555,7 @@ def _rule_gpu_ecc(ctx, hw):
 
 
 def _norm_model(name, kind):
-    spec = catalogue.lookup_gpu(name) if kind == "gpu" else catalogue.lookup_cpu(name)
+    spec = _lookup(kind, name) if name else None
     return (spec or {}).get("model") or (name or "").strip().lower()
 
 

@@ -44,6 +44,20 @@ options:
         drift section of the reports and RV(drift_hosts). Fails when the file is missing, because
         then the callback was not enabled and a drift report would lie.
     type: path
+  select_only:
+    description:
+      - Validate nothing; return RV(gather_hosts), the hosts that must be gathered with
+        M(dlrack.node.hw_facts) (nothing declared, C(dlrack_gather) set, and no usable fact cache).
+    type: bool
+    default: false
+  gather:
+    description: With O(select_only), gather declared hosts too (as C(dlrack_gather=true) on every host).
+    type: bool
+    default: false
+  use_fact_cache:
+    description: With O(select_only), skip hosts whose C(dlrack_hw_gathered) is already in the fact cache.
+    type: bool
+    default: false
   report_prefix:
     description: File name stem of the reports (C(report) gives report.json, report.xml, report.html).
     type: str
@@ -77,6 +91,10 @@ lines:
   description: A readable summary, one line per host and finding.
   type: list
   returned: always
+gather_hosts:
+  description: With O(select_only), the hosts to gather.
+  type: list
+  returned: when select_only
 drift_hosts:
   description: Hosts with at least one task that would change (only with O(drift_file) or O(drift)).
   type: list

@@ -8,6 +8,8 @@ import ansible_runner
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# ansible-runner starts the ansible-playbook it finds on PATH: the project's pinned one.
+os.environ["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")
 
 
 def _run(tmp_path, playbook="playbooks/preflight.yml", inventory=None, limit=None, extravars=None, envvars=None,
