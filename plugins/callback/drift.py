@@ -50,7 +50,7 @@ class CallbackModule(CallbackBase):
         if not raw:
             return
         path = raw
-        if Templar.is_possibly_template(raw) if hasattr(Templar, "is_possibly_template") else "{{" in str(raw):
+        if "{{" in str(raw) or "{%" in str(raw):
             try:
                 variables = play._variable_manager.get_vars(play=play)
                 path = Templar(loader=play._loader, variables=variables).template(raw)
