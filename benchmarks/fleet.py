@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""site.yml and drift.yml across a fleet of real systemd containers, timed against the floor
+Ansible itself sets (a bare ansible.builtin.ping playbook) in the same run.
+
+For N in (1, 8) containers (podman, the debootstrap-built image, privileged, systemd as PID 1):
+  ping       - one ansible.builtin.ping task per host (Ansible's own per-task floor)
+  converge   - playbooks/site.yml on fresh hosts (pre-flight, ECC monitoring, GPU affinity;
+               storage tiers are off here: they need loop devices per host and are measured in
+               molecule/site and molecule/storage_tiers)
+  re-run     - site.yml again: must report changed=0 on every host
+  drift      - playbooks/drift.yml: must report no drift and exit 0
+Results are appended to benchmarks/RESULTS.md. Needs root and podman (make test-deps).
+Usage: .venv/bin/python benchmarks/fleet.py [--sizes 1,8]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import ansible_runner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMAGE = os.environ.get("DLRACK_IMAGE", "localhost/dlrack-systemd:bookworm")
+os.environ["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")
+
+PING = """---
+- name: Floor - a bare ping
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+"""
+
+HOST_VARS = {
+    "ansible_connection": "containers.podman.podman",
+    "ansible_python_interpreter": "/usr/bin/python3",
+    "dlrack_thresholds": {"min_gpus": 0},
+    "dlrack_external_archive": "nfs://archive.test/datasets",
+    "dlrack_storage": False,
+    "gpu_affinity_hw": {
+        "schema": 1, "source": "declared",
+        "cpu": {"model": "container", "sockets": 1, "cores": 2, "threads": 2,
+                "numa_nodes": [{"id": 0, "cpus": "0-1"}], "core_cpus": ["0", "1"]},
+        "gpus": [{"index": 0, "uuid": "GPU-11111111-0000-0000-0000-000000000000",
+                  "pci_bus_id": "00000000:3B:00.0", "numa_node": 0, "local_cpus": "0-1"}]},
+}
+
+
+def sh(*argv):
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True).stdout
+
+
+def start(names):
+    for n in names:
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sh("podman", "run", "-d", "--name", n, "--hostname", n, "--privileged", "--systemd=always",
+           "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", IMAGE, "/sbin/init")
+    for n in names:   # wait for systemd
+        for _ in range(60):
+            out = subprocess.run(["podman", "exec", n, "systemctl", "is-system-running"],
+                                 stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+            if out in ("running", "degraded"):
+                break
+            time.sleep(1)
+
+
+def stop(names):
+    for n in names:
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run(pdd, playbook, inventory, extravars=None, check=False):
+    env = {"ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".collections"), "ANSIBLE_NOCOLOR": "1"}
+    t0 = time.monotonic()
+    r = ansible_runner.run(private_data_dir=pdd, project_dir=ROOT, playbook=playbook, inventory=inventory,
+                           extravars=extravars or {}, envvars=env, quiet=True, forks=20)
+    wall = time.monotonic() - t0
+    tasks = sum(1 for e in r.events if e["event"] in ("runner_on_ok", "runner_on_skipped", "runner_on_failed"))
+    changed = sum(1 for e in r.events if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed"))
+    if check and r.rc != 0:
+        raise SystemExit("%s failed (rc=%s):\n%s" % (playbook, r.rc, r.stdout.read()[-4000:]))
+    return {"wall": wall, "host_tasks": tasks, "changed": changed, "rc": r.rc}
+
+
+def bench(n, workdir):
+    names = ["dlrack-bench-%02d" % i for i in range(n)]
+    inv = os.path.join(workdir, "inv-%d.json" % n)
+    with open(inv, "w") as fh:
+        json.dump({"all": {"hosts": {h: HOST_VARS for h in names}}}, fh)
+    ping = os.path.join(workdir, "ping.yml")
+    with open(ping, "w") as fh:
+        fh.write(PING)
+    start(names)
+    try:
+        rep = os.path.join(workdir, "reports-%d" % n)
+        out = {}
+        out["ping"] = run(os.path.join(workdir, "r-ping-%d" % n), ping, inv, check=True)
+        out["converge"] = run(os.path.join(workdir, "r-conv-%d" % n), os.path.join(ROOT, "playbooks", "site.yml"), inv,
+                              {"dlrack_report_dir": rep}, check=True)
+        out["rerun"] = run(os.path.join(workdir, "r-rerun-%d" % n), os.path.join(ROOT, "playbooks", "site.yml"), inv,
+                           {"dlrack_report_dir": rep}, check=True)
+        out["drift"] = run(os.path.join(workdir, "r-drift-%d" % n), os.path.join(ROOT, "playbooks", "drift.yml"), inv,
+                           {"dlrack_report_dir": rep + "/drift", "dlrack_fail_on": "never"}, check=True)
+        if out["rerun"]["changed"] != 0:
+            raise SystemExit("re-run of site.yml on %d hosts changed %d tasks" % (n, out["rerun"]["changed"]))
+        with open(os.path.join(rep, "drift", "drift.json")) as fh:
+            drift = json.load(fh)["drift"]
+        drifted = [h for h, d in drift.items() if d["changes"]]
+        if drifted:
+            raise SystemExit("drift on a converged fleet: %s" % drifted)
+        return out
+    finally:
+        stop(names)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1,8")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results = {}
+    with tempfile.TemporaryDirectory() as d:
+        for n in sizes:
+            results[n] = bench(n, d)
+            print(n, json.dumps(results[n]), flush=True)
+    lines = ["## Fleet: site.yml and drift.yml on N systemd containers", "",
+             "Produced by `.venv/bin/python benchmarks/fleet.py` on %s, %d CPUs, %s. forks=20, pipelining on, "
+             "podman connection. Storage tiers off (they need loop devices per host; see molecule/site)."
+             % (os.uname().nodename, os.cpu_count(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), "",
+             "| hosts | step | wall | host-tasks | changed | ms per host-task | vs ping floor |", "|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        floor = results[n]["ping"]["wall"] / max(results[n]["ping"]["host_tasks"], 1)
+        for step in ("ping", "converge", "rerun", "drift"):
+            r = results[n][step]
+            per = r["wall"] / max(r["host_tasks"], 1)
+            lines.append("| %d | %s | %.1f s | %d | %d | %.0f | %.1fx |" % (
+                n, step, r["wall"], r["host_tasks"], r["changed"], per * 1000, per / floor))
+    lines.append("")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    marker = "<!-- generated by benchmarks/fleet.py -->"
+    path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
+    old = open(path).read() if os.path.exists(path) else ""
+    if old.count(marker) >= 2:
+        pre, _, rest = old.partition(marker)
+        _, _, post = rest.partition(marker)
+        old = pre + post
+    with open(path, "w") as fh:
+        fh.write(old.rstrip("\n") + "\n\n" + marker + "\n" + text + marker + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
