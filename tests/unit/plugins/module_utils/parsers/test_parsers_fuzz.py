@@ -2,25 +2,7 @@
 import glob
 import os
 
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
-    _ROOT = os.path.dirname(_ROOT)
-REAL = os.path.join(_ROOT, "tests", "data", "real")
-
-
-def real(category, name=None):
-    if name is None:
-        return sorted(glob.glob(os.path.join(REAL, category, "*")))
-    return os.path.join(REAL, category, name)
-
-
-def read(path):
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
-def ids(paths):
-    return [os.path.basename(p) for p in paths]
+from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
 
 import pytest
 from hypothesis import HealthCheck, given, settings
