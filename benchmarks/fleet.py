@@ -62,8 +62,8 @@ def start(names):
            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", IMAGE, "/sbin/init")
     for n in names:   # wait for systemd
         for _ in range(60):
-            out = subprocess.run(["podman", "exec", n, "systemctl", "is-system-running"],
-                                 stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+            out = subprocess.run(["podman", "exec", n, "systemctl", "is-system-running"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
             if out in ("running", "degraded"):
                 break
             time.sleep(1)
@@ -77,6 +77,7 @@ def stop(names):
 def run(pdd, playbook, inventory, extravars=None, check=False):
     env = {"ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
            "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".collections"), "ANSIBLE_NOCOLOR": "1"}
+    os.makedirs(pdd, exist_ok=True)
     t0 = time.monotonic()
     r = ansible_runner.run(private_data_dir=pdd, project_dir=ROOT, playbook=playbook, inventory=inventory,
                            extravars=extravars or {}, envvars=env, quiet=True, forks=20)
