@@ -300,10 +300,51 @@ def _sysfs_gpus(root):
     return gpus
 
 
+PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+
+
+def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
+    """Names of ``device_ids`` ("0x2330") from the node's pci.ids (pciutils' database), reading
+    only the vendor's block. Returns {device_id: "GH100[H100 SXM5 80GB]"}; {} without pci.ids."""
+    want = set((d or "").lower().replace("0x", "") for d in device_ids if d)
+    if not want:
+        return {}
+    ven = vendor.lower().replace("0x", "")
+    for rel in PCI_IDS_PATHS:
+        path = _p(root, rel)
+        try:
+            fh = open(path, "rb")
+        except (IOError, OSError):
+            continue
+        names = {}
+        with fh:
+            inside = False
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                if not line.startswith("\t"):
+                    if inside:
+                        break
+                    inside = line[:4].lower() == ven
+                    continue
+                if inside and not line.startswith("\t\t"):
+                    dev, _, name = line[1:].partition(" ")
+                    if dev.lower() in want:
+                        names["0x" + dev.lower()] = name.strip()
+        return names
+    return {}
+
+
 def _gather_gpus(root, run, nvidia_smi_path, errors):
     gpus = _sysfs_gpus(root)
     for i, g in enumerate(gpus):
         g["index"] = i
+    # A GPU without driver/nvidia-smi still gets a name from the node's pci.ids; the controller
+    # maps it to a catalogue model (the model itself stays null: it was not reported by the GPU).
+    names = pci_ids_names(root, [g["device_id"] for g in gpus])
+    for g in gpus:
+        g["pci_name"] = names.get(g["device_id"])
     if not nvidia_smi_path:
         return gpus
     rc, out, err = run([nvidia_smi_path, "-q", "-x"])

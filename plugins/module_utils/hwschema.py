@@ -73,6 +73,10 @@ _GPU_FIELDS = {
     "mig_mode": "any",
     "virtualization_mode": "any",
     "serial": "any",
+    "pci_name": "any",
+    "ecc_errors": "any",
+    "retired_pages": "any",
+    "remapped_rows": "any",
 }
 _IN_USE_FIELDS = {"mounted": "list", "holders": "list", "partitions": "list", "signatures": "list",
                   "system": "bool"}

@@ -155,6 +155,19 @@ def _lookup(kind, name):
     return _LOOKUP_CACHE[key]
 
 
+def _model_from_pci_name(pci_name):
+    """pci.ids names a device "GH100[H100 SXM5 80GB]" or "AD102GL [L6000 / RTX 6000 Ada Generation]":
+    the marketing name(s) in brackets, tried against the catalogue in order."""
+    if "[" not in pci_name:
+        return None
+    inner = pci_name[pci_name.index("[") + 1:].rstrip("]")
+    for alt in [a.strip() for a in inner.split("/")]:
+        spec = _lookup("gpu", "NVIDIA " + alt) if alt else None
+        if spec and not spec.get("ambiguous"):
+            return spec
+    return None
+
+
 def _gib(mb):
     return "%.0f GiB" % (mb / 1024.0) if mb is not None else "unknown"
 
@@ -212,6 +225,11 @@ def _enrich(hw):
         if cpu.get("vendor") is None and spec.get("vendor"):
             cpu["vendor"] = spec["vendor"]
     for gpu in hw["gpus"] or []:
+        if not gpu.get("model") and gpu.get("pci_name"):
+            gspec = _model_from_pci_name(gpu["pci_name"])
+            if gspec:
+                gpu["model"] = gspec["model"]
+                notes["gpus.model"] = "pci.ids: %s -> %s (no nvidia-smi)" % (gpu["pci_name"], gspec["model"])
         gspec = _lookup("gpu", gpu["model"]) if gpu.get("model") else None
         gpu["_spec"] = gspec
         if gspec and gpu.get("memory_mb") is None and gspec.get("memory_mb"):
@@ -354,7 +372,7 @@ def _rule_ram(ctx, hw, th):
         ctx.findings.append({
             "rule": "memory.exceeds_vram", "severity": "warning", "observed": _gib(ram),
             "required": ">= %s (%.0fx GPU memory)" % (_gib(vram * rec), rec),
-            "message": "system RAM %s is %.1fx the GPUs' %s, below the recommended %.0fx"
+            "message": "system RAM %s is %.2fx the GPUs' %s, below the recommended %.0fx"
                        % (_gib(ram), ram / float(vram), _gib(vram), rec),
             "remedy": "add RAM to reach %s" % _gib(vram * rec)})
     else:

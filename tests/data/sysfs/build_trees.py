@@ -165,6 +165,7 @@ def esc8000a_e12():
     w(root, "/proc/sys/kernel/hostname", "coyote2")  # the prompt in the report: sonata@coyote2
     w(root, "/sys/class/dmi/id/sys_vendor", "ASUSTeK COMPUTER INC.")
     w(root, "/sys/class/dmi/id/product_name", "ESC8000A-E12")
+    pci_ids(root)
     return root
 
 
@@ -196,7 +197,14 @@ def esc8000g4_nodriver():
     pci(root, "0000:1d:00.0", "0x10de", "0x" + dev, "0x030000",
         (fmt(sta.group(1)), sta.group(2), fmt(cap.group(1)), cap.group(2)), numa=numa_node)
     w(root, "/usr/sbin/dmidecode", "#!/bin/sh\n# stub: tests feed the captured output\n")
+    pci_ids(root)
     return root
+
+
+def pci_ids(root):
+    """The node's pci.ids: an excerpt of Debian's pci.ids package (see tests/data/real/SOURCES.md)."""
+    src = os.path.join(REAL, "pci-ids", "debian-pci.ids-2023.04.10-nvidia-excerpt.ids")
+    w(root, "/usr/share/misc/pci.ids", open(src).read())
 
 
 def dual_2070_x8():

@@ -201,3 +201,19 @@ def test_default_runner_missing_tool():
 def test_subsets(subset):
     d = gather(root=tree("esc8000a-e12"), run_command=FakeRun(), subset=subset, is_root=False)
     assert d["errors"] == []
+
+
+def test_driverless_gpu_named_from_the_nodes_pci_ids():
+    """No driver, no nvidia-smi: the node's pci.ids (a verbatim Debian excerpt) names the device;
+    the model itself stays null because the GPU did not report it."""
+    d = gather(root=tree("esc8000g4-gpu-nodriver"), run_command=FakeRun(), is_root=False)
+    assert d["gpus"][0]["pci_name"] == "TU102 [GeForce RTX 2080 Ti]"
+    assert d["gpus"][0]["model"] is None
+    d = gather(root=tree("esc8000a-e12"), run_command=FakeRun(), is_root=False)
+    assert [g["pci_name"] for g in d["gpus"]] == ["AD102GL [L6000 / RTX 6000 Ada Generation]"] * 4
+
+
+def test_pci_ids_reader_stays_in_the_vendor_block(tmp_path):
+    names = gather_mod.pci_ids_names(tree("esc8000a-e12"), ["0x2330", "0x26b1", "0xffff", None])
+    assert names == {"0x2330": "GH100[H100 SXM5 80GB]", "0x26b1": "AD102GL [L6000 / RTX 6000 Ada Generation]"}
+    assert gather_mod.pci_ids_names(str(tmp_path), ["0x2330"]) == {}          # no pci.ids: no names

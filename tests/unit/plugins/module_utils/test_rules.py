@@ -251,3 +251,16 @@ def test_ambiguous_gpu_model_asks_for_the_exact_one():
     f = [f for f in _by_rule(res, "inventory.schema") if f["severity"] == "warning"][0]
     assert "ambiguous" in f["message"] and "H100" in f["message"]
     assert _sev(res, "memory.exceeds_vram") in (["warning"], ["info"])
+
+
+def test_gathered_gpu_without_driver_gets_its_model_from_pci_ids():
+    import copy as _copy
+    from hwdocs import GATHERED
+    hw = _copy.deepcopy(GATHERED)
+    for g in hw["gpus"]:
+        g["model"], g["memory_mb"] = None, None
+        g["pci_name"] = "AD102GL [L6000 / RTX 6000 Ada Generation]"
+    res = evaluate_host("d", hw)
+    assert res["hw"]["gpus"][0]["model"] == "RTX 6000 Ada Generation"
+    assert "pci.ids" in res["provenance"]["gpus.model"]
+    assert res["rules"]["memory.exceeds_vram"] in ("pass", "warn")      # memory known from the catalogue
