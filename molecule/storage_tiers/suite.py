@@ -69,7 +69,8 @@ def normalize(names):
     """Check mode reports the XFS of a not-yet-created array with a stand-in task."""
     m = {"Report the XFS that the new arrays will get (check mode only)": "Create the XFS filesystems (aligned to the array)",
          "Update initramfs (check mode only)": "Update initramfs"}
-    return sorted(m.get(n, n).split(" : ")[-1] for n in names)
+    short = [n.split(" : ")[-1] for n in names]
+    return sorted(m.get(n, n) for n in short)
 
 
 def case(name):
