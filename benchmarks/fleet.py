@@ -26,14 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = os.environ.get("DLRACK_IMAGE", "localhost/dlrack-systemd:bookworm")
 os.environ["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")
 
+PING_TASKS = 10
 PING = """---
-- name: Floor - a bare ping
+- name: Floor - bare pings
   hosts: all
   gather_facts: false
   tasks:
-    - name: Ping
-      ansible.builtin.ping:
-"""
+""" + "".join("    - name: Ping %d\n      ansible.builtin.ping:\n" % i for i in range(PING_TASKS))
 
 HOST_VARS = {
     "ansible_connection": "containers.podman.podman",
@@ -82,11 +81,16 @@ def run(pdd, playbook, inventory, extravars=None, check=False):
     r = ansible_runner.run(private_data_dir=pdd, project_dir=ROOT, playbook=playbook, inventory=inventory,
                            extravars=extravars or {}, envvars=env, quiet=True, forks=20)
     wall = time.monotonic() - t0
-    tasks = sum(1 for e in r.events if e["event"] in ("runner_on_ok", "runner_on_skipped", "runner_on_failed"))
+    done = [e for e in r.events if e["event"] in ("runner_on_ok", "runner_on_skipped", "runner_on_failed")]
+    tasks = len(done)
+    by_role = {}
+    for e in done:
+        role = e["event_data"].get("role") or "(play)"
+        by_role[role] = by_role.get(role, 0) + 1
     changed = sum(1 for e in r.events if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed"))
     if check and r.rc != 0:
         raise SystemExit("%s failed (rc=%s):\n%s" % (playbook, r.rc, r.stdout.read()[-4000:]))
-    return {"wall": wall, "host_tasks": tasks, "changed": changed, "rc": r.rc}
+    return {"wall": wall, "host_tasks": tasks, "changed": changed, "rc": r.rc, "by_role": by_role}
 
 
 def bench(n, workdir):
@@ -142,6 +146,11 @@ def main():
             per = r["wall"] / max(r["host_tasks"], 1)
             lines.append("| %d | %s | %.1f s | %d | %d | %.0f | %.1fx |" % (
                 n, step, r["wall"], r["host_tasks"], r["changed"], per * 1000, per / floor))
+    lines.append("")
+    lines.append("Host-tasks per role in one converge of one host: %s. The floor is %d ping tasks per host "
+                 "(one podman exec each), so 'vs ping floor' is the cost of a host-task relative to the "
+                 "cheapest task Ansible can run over this connection."
+                 % (", ".join("%s %d" % kv for kv in sorted(results[sizes[0]]["converge"]["by_role"].items())), PING_TASKS))
     lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -258,24 +258,27 @@ def _check_dict(fields, value, path, problems, strict):
     if not isinstance(value, dict):
         problems.append(Problem(path, value, "a mapping with keys %s" % ", ".join(sorted(fields))))
         return None
-    out = {}
+    out = dict.fromkeys(fields)
     for key, val in value.items():
-        sub = "%s.%s" % (path, key) if path else str(key)
-        if key not in fields:
+        spec = fields.get(key)
+        if spec is None:
             if strict:
+                sub = path + "." + str(key) if path else str(key)
                 problems.append(Problem(sub, val, ", ".join(sorted(fields)), unknown_key=True))
             out[key] = val
             continue
-        out[key] = _check_field(fields[key], val, sub, problems, strict)
-    for key in fields:
-        out.setdefault(key, None)
+        if val is None:
+            continue
+        out[key] = _check_field(spec, val, path + "." + key if path else key, problems, strict)
     return out
 
 
 def _check_field(spec, value, path, problems, strict):
-    if isinstance(spec, tuple) and spec[0] == "dict":
+    if spec.__class__ is not tuple or spec[0] == "enum":
+        return _check_scalar(spec, value, path, problems)
+    if spec[0] == "dict":
         return _check_dict(spec[1], value, path, problems, strict)
-    if isinstance(spec, tuple) and spec[0] == "list":
+    if spec[0] == "list":
         if value is None:
             return None
         if isinstance(value, dict) and path == "gpus":
@@ -337,10 +340,10 @@ def check_hw(doc, strict=None):
         if gpu.get("index") is None:
             gpu["index"] = i
         if gpu.get("pcie") is None:
-            gpu["pcie"] = {k: None for k in _PCIE_FIELDS}
+            gpu["pcie"] = dict.fromkeys(_PCIE_FIELDS)
     for disk in clean.get("disks") or []:
         if disk.get("in_use") is None:
-            disk["in_use"] = {k: None for k in _IN_USE_FIELDS}
+            disk["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
     cpu = clean["cpu"]
     if cpu.get("cores") and cpu.get("threads") and cpu["threads"] < cpu["cores"]:
         problems.append(Problem("cpu.threads", cpu["threads"], "threads >= cores (%d)" % cpu["cores"]))
