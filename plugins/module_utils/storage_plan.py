@@ -287,6 +287,7 @@ def plan_storage(disks, config):
         return any(disk is w for w in wipe_disks)
 
     chosen = {}
+    requested = {"hot": [], "cold": []}   # every resolved explicit device, whatever its state
     refused = {"hot": 0, "cold": 0}
     skipped = []
     for tier in TIERS:
@@ -341,6 +342,10 @@ def plan_storage(disks, config):
                 errors.append("%s: storage_tiers_%s_devices: %s is listed twice" % (host, tier, stable_id(d)))
                 continue
             seen.append(d)
+            requested[tier].append(d)
+            if tier == "cold" and any(d is h for h in requested["hot"]):
+                refused[tier] += 1
+                continue   # reported once below as "listed in both"; classifying it adds only noise
             state, reasons = classify(d, tier, tc["mount"])
             if state in ("free", "ours"):
                 chosen[tier].append((d, state))
@@ -352,9 +357,11 @@ def plan_storage(disks, config):
                 refused[tier] += 1
                 errors.append(_refusal(host, tier, stable_id(d), reasons, wipe_listed(d), safe_mode, state))
 
-    # The same disk in both tiers.
-    for d, _state in chosen["hot"]:
-        if any(d is c for c, _s in chosen["cold"]):
+    # The same disk in both tiers (listed in both, or taken by auto for one and listed for the other).
+    hot_all = requested["hot"] + [d for d, _s in chosen["hot"] if not any(d is r for r in requested["hot"])]
+    cold_all = requested["cold"] + [d for d, _s in chosen["cold"] if not any(d is r for r in requested["cold"])]
+    for d in hot_all:
+        if any(d is c for c in cold_all):
             errors.append("%s: %s is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices; "
                           "a disk belongs to one tier only" % (host, stable_id(d)))
     for tier in TIERS:

@@ -39,10 +39,12 @@ for n in "${nidx[@]}"; do
 done
 for i in "${idx[@]}"; do add_hdd "$i" "${hdd[$i]}"; done
 rm -f "$RUN/console.log" "$RUN/qemu.pid"
+# A reboot test copies the guest's regenerated /boot/initrd.img-* to $RUN/initrd.img; use it then.
+INITRD="$CACHE/initrd.img"; [ -s "$RUN/initrd.img" ] && INITRD="$RUN/initrd.img"
 qemu-system-x86_64 -name dlrack-vm -machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1536 \
   -object memory-backend-ram,id=m0,size=768M -object memory-backend-ram,id=m1,size=768M \
   -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
-  -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.img" \
+  -kernel "$CACHE/vmlinuz" -initrd "$INITRD" \
   -append "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet" \
   -drive "if=none,id=root,file=$RUN/root.qcow2,format=qcow2,cache=unsafe" \
   -device virtio-blk-pci,drive=root,bus=pcie.0 \

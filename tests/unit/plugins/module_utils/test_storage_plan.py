@@ -259,3 +259,14 @@ def test_md_name_matches():
     assert sp.md_name_matches("dlrack-hot", "dlrack-hot")
     assert not sp.md_name_matches("gpu01:dlrack-hotter", "dlrack-hot")
     assert not sp.md_name_matches(None, "dlrack-hot")
+
+
+def test_both_tiers_reported_even_when_the_device_is_already_in_the_hot_array():
+    disks = node(2, 0)
+    for d in disks[1:3]:
+        d["probe"] = {"type": "linux_raid_member", "label": "gpu01:dlrack-hot", "uuid": "1:2:3:4"}
+        d["in_use"]["holders"] = ["md127"]
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_devices=["NV00", "NV01"], cold_devices=["NV00"], cold_level="single"))
+    (msg,) = e.value.messages
+    assert "/dev/disk/by-id/nvme-MODEL_NV00 is listed in both storage_tiers_hot_devices and" in msg
