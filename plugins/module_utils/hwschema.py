@@ -296,8 +296,15 @@ def _check_field(spec, value, path, problems, strict):
                 problems.append(Problem("%s[%d].count" % (path, i), count, "a count <= 4096"))
                 count = 1
             out.append(item_clean)
-            for _ in range(count - 1):
-                out.append(_clone(item_clean))
+            if path == "disks":
+                # Identical disks may share one (read-only) entry; GPUs get their own copies
+                # because the engine numbers them and fills in catalogue figures.
+                if item_clean.get("in_use") is None:
+                    item_clean["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
+                out.extend([item_clean] * (count - 1))
+            else:
+                for _ in range(count - 1):
+                    out.append(_clone(item_clean))
         return out
     return _check_scalar(spec, value, path, problems)
 

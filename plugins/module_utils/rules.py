@@ -686,19 +686,26 @@ def _short_obs(value):
     return value
 
 
+_SEV_ORDER = {"error": 0, "warning": 1, "info": 2}
+_OUTCOME = {"error": "fail", "warning": "warn", "info": "pass"}
+_OUTCOME_RANK = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}
+_RULE_ORDER = {r: i for i, r in enumerate(RULE_IDS)}
+
+
 def _finish(ctx, clean, notes, profile):
-    sevs = [f["severity"] for f in ctx.findings]
-    status = "fail" if "error" in sevs else "warn" if "warning" in sevs else "pass"
+    status = "pass"
     outcomes = {}
     for f in ctx.findings:
+        sev = f["severity"]
+        if sev == "error":
+            status = "fail"
+        elif sev == "warning" and status == "pass":
+            status = "warn"
+        new = "skip" if f.get("skipped") else _OUTCOME[sev]
         cur = outcomes.get(f["rule"])
-        rank = {"error": 3, "warning": 2, "info": 1}
-        new = "skip" if f.get("skipped") else {"error": "fail", "warning": "warn", "info": "pass"}[f["severity"]]
-        if cur is None or rank.get({"fail": "error", "warn": "warning", "pass": "info"}.get(new), 0) > \
-                rank.get({"fail": "error", "warn": "warning", "pass": "info"}.get(cur), 0):
+        if cur is None or _OUTCOME_RANK[new] > _OUTCOME_RANK[cur]:
             outcomes[f["rule"]] = new
-    order = {r: i for i, r in enumerate(RULE_IDS)}
-    ctx.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f["severity"]], order.get(f["rule"], 99)))
+    ctx.findings.sort(key=lambda f: (_SEV_ORDER[f["severity"]], _RULE_ORDER.get(f["rule"], 99)))
     if clean is not None:
         for g in clean.get("gpus") or []:
             g.pop("_spec", None)
