@@ -30,7 +30,7 @@ import subprocess
 
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
     CpuListError, format_cpulist, parse_cpulist)
-from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError, parse_export
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmidecode as dmi_parser
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi as nvsmi
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import sysfs_pci
@@ -482,15 +482,6 @@ def _by_id_rank(link):
     return 4
 
 
-def _parse_blkid(out):
-    vals = {}
-    for line in (out or "").splitlines():
-        k, sep, v = line.partition("=")
-        if sep:
-            vals[k.strip()] = v.strip()
-    return vals
-
-
 def _gather_disks(root, run, blkid_path, errors):
     block = _p(root, "/sys/block")
     dm_names = {}
@@ -574,7 +565,7 @@ def _gather_disks(root, run, blkid_path, errors):
             for target in [name] + partitions:
                 rc, out, err = run([blkid_path, "-p", "-o", "export", "/dev/" + target])
                 if rc == 0:
-                    vals = _parse_blkid(out)
+                    vals = parse_export(out)
                     for key in ("PTTYPE", "TYPE"):
                         if vals.get(key):
                             signatures.append("%s:%s" % (target, vals[key]))

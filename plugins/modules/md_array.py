@@ -97,22 +97,13 @@ members:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
 
 LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}
 
 
 class MdError(Exception):
     pass
-
-
-def parse_export(text):
-    """``KEY=value`` lines (mdadm --export, blkid -o export) to a dict."""
-    out = {}
-    for line in (text or "").splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
 
 
 def name_matches(md_name, name):

@@ -116,6 +116,7 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
 from ansible_collections.dlrack.node.plugins.module_utils.storage_plan import (
     StoragePlanError, plan_storage)
 
@@ -129,15 +130,6 @@ def _read(path, default=None):
             return f.read().strip()
     except (IOError, OSError):
         return default
-
-
-def parse_export(text):
-    out = {}
-    for line in (text or "").splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
 
 
 def mounts_by_devno(mountinfo_text, swaps_text, stat_rdev):

@@ -18,6 +18,16 @@ class ParseError(ValueError):
     """Input that the tool in question would not have printed."""
 
 
+def parse_export(text):
+    """``KEY=value`` lines (``blkid -o export``, ``mdadm --detail --export``) to a dict."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
 NA_VALUES = frozenset(["", "n/a", "[n/a]", "na", "not supported", "[not supported]", "unknown",
                        "unknown error", "[unknown error]", "redacted", "not available",
                        "[insufficient permissions]", "insufficient permissions", "-"])
