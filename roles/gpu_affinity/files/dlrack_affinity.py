@@ -57,6 +57,9 @@ class BindError(Exception):
 
 
 # --- cpulists (same format as the kernel and the plan) --------------------------------------
+# This file runs on nodes without the collection, so it cannot import module_utils/cpulist.py;
+# tests/unit/roles/test_helper_parity.py keeps these twins equal to it and to
+# parsers.normalize_pci_bus_id.
 
 def parse_cpulist(text):
     out = set()
