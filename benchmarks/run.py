@@ -22,7 +22,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.dlrack.node.plugins.module_utils.preflight import run_preflight  # noqa: E402
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import run_preflight  # noqa: E402
 
 CPUS = [("Intel(R) Xeon(R) Platinum 8480+", 2), ("AMD EPYC 9654 96-Core Processor", 2),
         ("AMD EPYC 7763 64-Core Processor", 2), ("13th Gen Intel(R) Core(TM) i9-13900K", 1),
@@ -63,8 +63,8 @@ def bench_rules(n):
 
 def write_inventory(path, n, explicit_memory=False):
     hosts = fleet(n)
-    from ansible_collections.dlrack.node.plugins.module_utils.hwschema import check_hw
-    from ansible_collections.dlrack.node.plugins.module_utils.rules import _enrich
+    from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+    from ansible_collections.dlrack.node.plugins.plugin_utils.rules import _enrich
     inv = {"all": {"hosts": {}}}
     for h, hw in hosts.items():
         if explicit_memory:   # the assert playbook cannot use the catalogue: give it the figures

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.dlrack.node.plugins.module_utils.preflight import (
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
     DriftFileError, collect_host_inputs, hosts_to_gather, load_drift, run_preflight)
 
 _SPEC = {

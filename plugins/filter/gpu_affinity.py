@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters gpu_affinity_plan, gpu_affinity_gres_conf, gpu_affinity_service_pins.
 
-Thin wrappers around module_utils/affinity.py; errors become AnsibleFilterError.
+Thin wrappers around plugin_utils/affinity.py; errors become AnsibleFilterError.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -85,7 +85,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dlrack.node.plugins.module_utils.affinity import (
+from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import (
     AffinityError,
     gres_conf_lines,
     plan_gpu_affinity_report,

@@ -57,8 +57,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dlrack.node.plugins.module_utils.hwschema import check_hw
-from ansible_collections.dlrack.node.plugins.module_utils.rules import ConfigError, evaluate_host
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import ConfigError, evaluate_host
 
 
 def hw_validate(hw, profile="training", host="host", declared=None, thresholds=None, severity=None, workload=None):

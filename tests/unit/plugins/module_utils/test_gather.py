@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils import gather as gather_mod
 from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
-from ansible_collections.dlrack.node.plugins.module_utils.hwschema import check_hw
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils.affinity import (
+from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import (
     AffinityCapacityError,
     AffinityError,
     gres_conf_lines,

@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.dlrack.node.plugins.module_utils.report import summary_lines, write_reports
-from ansible_collections.dlrack.node.plugins.module_utils.rules import evaluate_fleet
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import summary_lines, write_reports
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather")

@@ -1,4 +1,4 @@
-"""Tests for module_utils/catalogue.py and the data in module_utils/data/{cpus,gpus}.yml.
+"""Tests for plugin_utils/catalogue.py and the data in plugin_utils/data/{cpus,gpus}.yml.
 
 The model strings below are copied verbatim (padding included) from real captures in
 ../shared/fixtures/real/ (see its SOURCES.md); the file each comes from is named next to it.
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils import catalogue
-from ansible_collections.dlrack.node.plugins.module_utils.catalogue import (
+from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
+from ansible_collections.dlrack.node.plugins.plugin_utils.catalogue import (
     cpu_lanes,
     lookup_cpu,
     lookup_gpu,

@@ -16,9 +16,9 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.dlrack.node.plugins.module_utils import catalogue
+from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
 from ansible_collections.dlrack.node.plugins.module_utils.ecc_metrics import assess_ecc
-from ansible_collections.dlrack.node.plugins.module_utils.hwschema import check_hw
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
 RULES = (
     ("inventory.schema", "the dlrack_hw document is well formed"),

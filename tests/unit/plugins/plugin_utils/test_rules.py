@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils.rules import (
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import (
     RULE_IDS, ConfigError, evaluate_fleet, evaluate_host, resolve_settings)
 
 from hwdocs import GATHERED, GOOD  # noqa: E402  (shared documents, tests/hwdocs.py)

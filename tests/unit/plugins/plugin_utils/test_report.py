@@ -3,8 +3,8 @@ import json
 import os
 import xml.etree.ElementTree as ET
 
-from ansible_collections.dlrack.node.plugins.module_utils.preflight import collect_host_inputs, run_preflight
-from ansible_collections.dlrack.node.plugins.module_utils.rules import RULE_IDS
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import collect_host_inputs, run_preflight
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS
 
 from hwdocs import GATHERED, GOOD
 

@@ -19,7 +19,7 @@ import tempfile
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import parse_cpulist
-from ansible_collections.dlrack.node.plugins.module_utils.rules import RULE_IDS, RULES
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES
 
 
 def _now():
