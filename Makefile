@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 REPORT_DIR ?= $(CURDIR)/reports/example
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv test-deps lint unit molecule image clean bench
+.PHONY: demo test venv test-deps lint unit molecule image clean bench sanity units-ansible-test
 
 venv:
 	./scripts/bootstrap.sh
@@ -34,6 +34,14 @@ lint: venv
 
 molecule: test-deps
 	pytest -ra -m molecule $(PYTEST_ARGS) tests
+
+## make sanity: ansible-test sanity on a copy under .cache/sanity/ansible_collections/dlrack/node.
+sanity: venv
+	./scripts/sanity.sh $(SANITY_ARGS)
+
+## ansible-test units on the same copy (the unit tests, run the way collection CI runs them).
+units-ansible-test: venv
+	./scripts/sanity.sh units $(SANITY_ARGS)
 
 image:
 	./scripts/build-image.sh
