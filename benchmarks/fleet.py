@@ -56,13 +56,13 @@ def sh(*argv):
 
 def start(names):
     for n in names:
-        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         sh("podman", "run", "-d", "--name", n, "--hostname", n, "--privileged", "--systemd=always",
            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", IMAGE, "/sbin/init")
     for n in names:   # wait for systemd
-        for _ in range(60):
+        for dummy in range(60):
             out = subprocess.run(["podman", "exec", n, "systemctl", "is-system-running"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
+                                 stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
             if out in ("running", "degraded"):
                 break
             time.sleep(1)
@@ -70,7 +70,7 @@ def start(names):
 
 def stop(names):
     for n in names:
-        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def run(pdd, playbook, inventory, extravars=None, check=False):
@@ -158,8 +158,8 @@ def main():
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
     old = open(path).read() if os.path.exists(path) else ""
     if old.count(marker) >= 2:
-        pre, _, rest = old.partition(marker)
-        _, _, post = rest.partition(marker)
+        pre, dummy, rest = old.partition(marker)
+        dummy, dummy, post = rest.partition(marker)
         old = pre + post
     with open(path, "w") as fh:
         fh.write(old.rstrip("\n") + "\n\n" + marker + "\n" + text + marker + "\n")

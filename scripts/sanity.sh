@@ -24,6 +24,33 @@ for c in ansible/posix community/general containers/podman; do
   mkdir -p "$BASE/ansible_collections/${c%/*}"
   ln -sfn "$ROOT/.venv/collections/ansible_collections/$c" "$BASE/ansible_collections/$c"
 done
+
+# ansible-test bootstraps pip in each of its test venvs with a get-pip.py it downloads from
+# ci-files.testing.ansible.com; where that host is unreachable (an offline CI runner, this lab) but a
+# package index is, stand in for it with the pip of .venv (get-pip.py does the same: pip install ARGS
+# with a pip that is not installed in the target). ansible-test looks for it in its cache first.
+pipver=$(python - <<'PY'
+import re, ansible_test, os
+src = open(os.path.join(os.path.dirname(ansible_test.__file__), "_internal", "python_requirements.py")).read()
+print(re.search(r"pip='([0-9.]+)'", src).group(1))
+PY
+)
+getpip=$HOME/.ansible/test/cache/get_pip_${pipver//./_}.py
+if [ ! -f "$getpip" ] && ! python -c 'import urllib.request as u; u.urlopen("https://ci-files.testing.ansible.com/", timeout=10)' 2>/dev/null; then
+  mkdir -p "$HOME/.ansible/test/cache/dlrack-pip"
+  rm -rf "$HOME/.ansible/test/cache/dlrack-pip/pip"
+  cp -r "$(python -c 'import os, pip; print(os.path.dirname(pip.__file__))')" "$HOME/.ansible/test/cache/dlrack-pip/pip"
+  cat > "$getpip" <<PY
+# Offline stand-in for get-pip.py, written by dlrack.node scripts/sanity.sh: pip install ARGS with a
+# copy of .venv's pip (not installed in the target venv, so pip==$pipver is installed for real).
+import sys
+sys.path.insert(0, "$HOME/.ansible/test/cache/dlrack-pip")
+from pip._internal.cli.main import main
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", "--no-cache-dir"] + args))
+PY
+fi
+
 cd "$DEST"
 git init -q
 git add -A

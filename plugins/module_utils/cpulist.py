@@ -42,12 +42,12 @@ def parse_cpulist(text):
             raise CpuListError("empty element in cpulist %r" % text)
         stride = 1
         if ":" in part:
-            part, _, stride_s = part.partition(":")
+            part, dummy, stride_s = part.partition(":")
             if not stride_s.isdigit() or int(stride_s) < 1:
                 raise CpuListError("bad stride in cpulist %r" % text)
             stride = int(stride_s)
         if "-" in part:
-            lo_s, _, hi_s = part.partition("-")
+            lo_s, dummy, hi_s = part.partition("-")
             if not (lo_s.strip().isdigit() and hi_s.strip().isdigit()):
                 raise CpuListError("bad range %r in cpulist %r" % (part, text))
             lo, hi = int(lo_s), int(hi_s)

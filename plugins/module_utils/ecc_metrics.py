@@ -476,7 +476,7 @@ USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name
                             [--virtualization TYPE] [--stdout] [--assess]
 Writes dlrack_* ECC metrics atomically to <textfile-dir>/<name> (default %s/%s).
 --assess prints the memory.ecc_errors findings as JSON instead.""" % (DEFAULT_TEXTFILE_DIR,
-                                                                        DEFAULT_TEXTFILE_NAME)
+                                                                      DEFAULT_TEXTFILE_NAME)
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Gather a ``dlrack_hw`` document (DESIGN.md, "The one contract") from a live host.
+"""Gather a ``dlrack_hw`` document (docs/dlrack_hw.md) from a live host.
 
 One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
 (when it exists), ``dmidecode -t memory`` (as root, when it exists) and ``blkid -p`` per disk and
@@ -329,7 +329,7 @@ def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
                     inside = line[:4].lower() == ven
                     continue
                 if inside and not line.startswith("\t\t"):
-                    dev, _, name = line[1:].partition(" ")
+                    dev, dummy, name = line[1:].partition(" ")
                     if dev.lower() in want:
                         names["0x" + dev.lower()] = name.strip()
         return names

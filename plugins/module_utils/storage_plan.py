@@ -324,7 +324,7 @@ def plan_storage(disks, config):
             if len(hits) > 1:
                 errors.append("%s: storage_tiers_%s_devices: %s matches %d disks (%s); use the full "
                               "/dev/disk/by-id link" % (host, tier, req, len(hits),
-                                                         ", ".join(stable_id(h) for h in hits)))
+                                                        ", ".join(stable_id(h) for h in hits)))
                 continue
             if not hits or hits[0].get("exists") is False:
                 errors.append("%s: storage_tiers_%s_devices: %s does not exist on this host; check the id "

@@ -10,6 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: md_array
 short_description: Create or assemble a Linux md RAID array, safely and idempotently
+version_added: "0.1.0"
 description:
   - Decides first, acts only outside check mode, runs C(mdadm) with argument lists only.
   - If an array with this I(name) is running with the requested members and level, nothing is done.
@@ -48,7 +49,18 @@ options:
     type: list
     elements: path
     default: []
-author: dlrack.node contributors
+attributes:
+  check_mode:
+    support: full
+    description: Decides without changing anything and returns the action and the exact mdadm command it would run.
+  diff_mode:
+    support: none
+    description: The result names the action and the command; there is no before/after text to diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts with mdadm.
+author: dlrack.node contributors (@dlrack)
 """
 
 EXAMPLES = r"""
@@ -138,7 +150,7 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
             if extra or not have or len(missing) == len(want):
                 raise MdError("array %s (%s) is running with members %s, wanted %s; not changing an existing "
                               "array (grow or replace members by hand)" % (device, md_dev, ", ".join(have),
-                                                                          ", ".join(want)))
+                                                                           ", ".join(want)))
             return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID"),
                                 "warning": "array %s is degraded: %s missing" % (device, ", ".join(missing))}
         return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID")}
@@ -173,7 +185,7 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
             problems.append("%s has a %s partition table" % (m, s["PTTYPE"]))
         elif s.get("TYPE"):
             problems.append("%s carries a %s signature%s" % (m, s["TYPE"], " (label %s)" % s["LABEL"]
-                                                               if s.get("LABEL") else ""))
+                                                             if s.get("LABEL") else ""))
     if problems:
         raise MdError("refusing to create %s: %s. Nothing was changed." % (device, "; ".join(problems)))
     argv = ["mdadm", "--create", device, "--run", "--assume-clean", "--metadata=%s" % metadata,

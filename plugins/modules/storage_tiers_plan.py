@@ -10,6 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: storage_tiers_plan
 short_description: Plan the hot (NVMe) and cold (HDD) storage tiers of a node; read-only
+version_added: "0.1.0"
 description:
   - Reads the block devices of the target from sysfs, C(/proc/self/mountinfo), C(/proc/swaps) and
     C(blkid -p) (low-level probe, no cache) at the moment of planning, then calls the planner in
@@ -89,7 +90,18 @@ options:
     type: list
     elements: dict
     default: []
-author: dlrack.node contributors
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; plans the same in check mode.
+  diff_mode:
+    support: none
+    description: Never changes anything.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts (reads sysfs and procfs).
+author: dlrack.node contributors (@dlrack)
 """
 
 EXAMPLES = r"""
@@ -225,8 +237,8 @@ class Prober:
         if os.path.exists(os.path.join(sysdir, "partition")):
             return {"name": name, "path": real, "exists": True, "kind": "partition",
                     "by_id_all": self.links.get(real, []), "in_use": {"mounted": self._mounts_of(name),
-                                                                       "holders": [], "partitions": [],
-                                                                       "signatures": [], "system": False},
+                                                                      "holders": [], "partitions": [],
+                                                                      "signatures": [], "system": False},
                     "probe": {"type": "partition"}}
         parts = sorted(p for p in os.listdir(sysdir)
                        if p.startswith(name) and os.path.exists(os.path.join(sysdir, p, "partition")))

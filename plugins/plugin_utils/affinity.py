@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU affinity planner: NUMA-local, disjoint, whole-core CPU sets for every GPU.
 
-Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DESIGN.md).
+Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and docs/dlrack_hw.md).
 
 ``plan_gpu_affinity_report(hw, ...)`` returns::
 
@@ -288,7 +288,7 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
     if len(set(t[0] for t in gpus)) != len(gpus):
         raise AffinityError("gpus: index values are not unique")
 
-    cpu_nodes = [n for n in sorted(topo.node_cores)]
+    cpu_nodes = sorted(topo.node_cores)
     # Units are what GPUs share: NUMA nodes, or sockets under policy "socket". Units are
     # disjoint, so every GPU's set is too.
     units = []            # [label, sorted core keys]
@@ -303,12 +303,12 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
         for n in cpu_nodes:
             units.append(["NUMA node %d" % n, list(topo.node_cores[n])])
     unit_of_core = {}
-    for u_i, (_, keys) in enumerate(units):
+    for u_i, (dummy, keys) in enumerate(units):
         for k in keys:
             unit_of_core[k] = u_i
     members = dict((u_i, []) for u_i in range(len(units)))
     usable = dict((u_i, len([k for k in keys if k not in reserved]))
-                  for u_i, (_, keys) in enumerate(units))
+                  for u_i, (dummy, keys) in enumerate(units))
     deferred = []
     for idx, i, g in gpus:
         field = "gpus[%d]" % i

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Validation and normalisation of a ``dlrack_hw`` document (DESIGN.md, "The one contract").
+"""Validation and normalisation of a ``dlrack_hw`` document (docs/dlrack_hw.md).
 
 ``check_hw(doc)`` never raises on bad input: it returns a cleaned copy in which every field that
 failed validation is ``None`` (unknown), plus a list of problems, each naming the field path,
@@ -303,7 +303,7 @@ def _check_field(spec, value, path, problems, strict):
                     item_clean["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
                 out.extend([item_clean] * (count - 1))
             else:
-                for _ in range(count - 1):
+                for dummy in range(count - 1):
                     out.append(_clone(item_clean))
         return out
     return _check_scalar(spec, value, path, problems)
@@ -331,7 +331,7 @@ def check_hw(doc, strict=None):
         return None, problems
     if strict is None:
         strict = doc.get("source") != "gathered"
-    clean = _check_dict({k: v for k, v in TOP_FIELDS.items()}, doc, "", problems, strict)
+    clean = _check_dict(dict(TOP_FIELDS), doc, "", problems, strict)
     if clean.get("schema") not in (None, SCHEMA_VERSION):
         problems.append(Problem("schema", clean.get("schema"), "schema %d" % SCHEMA_VERSION))
     if clean.get("source") is None:

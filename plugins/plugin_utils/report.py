@@ -135,7 +135,7 @@ def _group_disks(disks):
             groups[-1][1] += 1
         else:
             groups.append([key, 1, d])
-    return [(count, d) for _, count, d in groups]
+    return [(count, d) for dummy, count, d in groups]
 
 
 def _svg_topology(hw):
@@ -143,7 +143,7 @@ def _svg_topology(hw):
     if not hw:
         return '<p class="muted">no hardware description</p>'
     cpu = hw.get("cpu") or {}
-    nodes = [n for n in (cpu.get("numa_nodes") or [])]
+    nodes = list(cpu.get("numa_nodes") or [])
     gpus = hw.get("gpus") or []
     disks = hw.get("disks") or []
     if not nodes:

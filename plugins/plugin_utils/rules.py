@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rule engine: validate one ``dlrack_hw`` document against the dlrack rules (DESIGN.md).
+"""The rule engine: validate one ``dlrack_hw`` document against the dlrack rules (docs/dlrack_hw.md).
 
 Pure Python. ``evaluate_host(name, hw, ...)`` returns
 ``{"status": "pass|warn|fail", "findings": [...], "rules": {rule_id: outcome}, "hw": {...}}``

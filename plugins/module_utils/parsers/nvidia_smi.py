@@ -200,7 +200,7 @@ def _text_tree(lines):
             indent, key, value = len(line) - len(line.lstrip()), line.strip(), None
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
-        _, container, gparent, gkey = stack[-1]
+        dummy, container, gparent, gkey = stack[-1]
         if isinstance(container, str):
             container = {"": container}
             gparent[gkey] = container

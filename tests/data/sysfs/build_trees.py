@@ -33,6 +33,11 @@ def ln(root, path, target):
     os.symlink(target, p)
 
 
+def fmt(gts):
+    """A link speed as sysfs prints it: '16.0 GT/s PCIe'."""
+    return "%.1f GT/s PCIe" % float(gts)
+
+
 def fresh(name):
     root = os.path.join(OUT, name)
     if os.path.exists(root):
@@ -88,7 +93,7 @@ def disk(root, name, sectors, rotational, devpath, partitions=(), holders=(), re
     for h in holders:
         ln(root, real + "/holders/" + h, "../../../../virtual/block/" + h)
     depth = real.count("/") - 1
-    ln(root, "/sys/block/" + name, "../" + real.lstrip("/").split("/", 1)[1] if False else
+    ln(root, "/sys/block/" + name,
        os.path.relpath(os.path.join(root, real.lstrip("/")), os.path.join(root, "sys/block")))
 
 
@@ -138,7 +143,6 @@ def esc8000a_e12():
         numa_node = int(re.search(r"NUMA node: (\d+)", blk).group(1))
         cap = re.search(r"LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+)", blk)
         sta = re.search(r"LnkSta:\s*Speed ([\d.]+)GT/s.*?Width x(\d+)", blk)
-        fmt = lambda s: "%.1f GT/s PCIe" % float(s)
         pci(root, "0000:" + bdf, "0x10de", "0x26b1", "0x030000",
             (fmt(sta.group(1)), sta.group(2), fmt(cap.group(1)), cap.group(2)),
             numa=numa_node, local="0-31" if numa_node == 0 else "32-63", driver="nvidia")
@@ -198,7 +202,6 @@ def esc8000g4_nodriver():
     dev = re.search(r"\[10de:([0-9a-f]{4})\]", blk).group(1)
     cap = re.search(r"LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+)", blk)
     sta = re.search(r"LnkSta:\s*Speed ([\d.]+)GT/s.*?Width x(\d+)", blk)
-    fmt = lambda s: "%.1f GT/s PCIe" % float(s)
     pci(root, "0000:1d:00.0", "0x10de", "0x" + dev, "0x030000",
         (fmt(sta.group(1)), sta.group(2), fmt(cap.group(1)), cap.group(2)), numa=numa_node)
     w(root, "/usr/sbin/dmidecode", "#!/bin/sh\n# stub: tests feed the captured output\n")

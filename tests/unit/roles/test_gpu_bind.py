@@ -62,7 +62,7 @@ def run(exe, args, **env):
                                          "DLRACK_GPU_AFFINITY_PLAN"))
     e.update(env)
     return subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=e, timeout=60)
+                          universal_newlines=True, env=e, timeout=60, check=False)
 
 
 def allowed_of(stdout):
@@ -212,7 +212,7 @@ def test_launcher_exports_device_order_and_set(launcher):
 
 
 def test_launcher_print_and_errors(launcher):
-    exe, _ = launcher
+    exe, dummy = launcher
     r = run(exe, ["--print", "--gpu", "d8:00.0"])
     assert r.returncode == 0 and json.loads(r.stdout)["gpus"] == [1]
     r = run(exe, ["true"], LOCAL_RANK="9")
@@ -230,7 +230,7 @@ def test_launcher_print_and_errors(launcher):
 
 
 def test_launcher_warns_about_fastest_first_order(launcher):
-    exe, _ = launcher
+    exe, dummy = launcher
     r = run(exe, ["--no-numactl", "true"], CUDA_VISIBLE_DEVICES="0",
             CUDA_DEVICE_ORDER="FASTEST_FIRST")
     assert r.returncode == 0 and "CUDA_DEVICE_ORDER=FASTEST_FIRST" in r.stderr

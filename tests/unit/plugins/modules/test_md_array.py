@@ -26,8 +26,8 @@ MD_DEV_UUID=11111111:22222222:33333333:44444444
 """
 
 
-def decide(running=None, examined=None, signatures=None, holders=None, allow=(), level=0, members=NV):
-    return m.decide("dlrack-hot", level, members, running or {}, examined or {}, signatures or {},
+def decide(running=None, examined=None, signatures=None, holders=None, allow=(), level=0, members=None):
+    return m.decide("dlrack-hot", level, NV if members is None else members, running or {}, examined or {}, signatures or {},
                     holders or {}, set(allow), 512, "1.2")
 
 
@@ -37,14 +37,14 @@ def test_parse_export():
 
 
 def test_create_on_blank_members():
-    action, argv, _ = decide()
+    action, argv, dummy = decide()
     assert action == "create"
     assert argv == ["mdadm", "--create", "/dev/md/dlrack-hot", "--run", "--assume-clean", "--metadata=1.2",
                     "--level=0", "--raid-devices=2", "--name=dlrack-hot", "--chunk=512"] + NV
 
 
 def test_raid1_has_no_chunk():
-    _a, argv, _ = decide(level=1)
+    _a, argv, dummy = decide(level=1)
     assert not any(a.startswith("--chunk") for a in argv)
 
 
@@ -96,7 +96,7 @@ def test_foreign_member_filesystem_partition_refused():
 
 
 def test_allowed_signatures_pass():
-    action, _argv, _ = decide(signatures={NV[1]: {"TYPE": "ext4"}}, allow={NV[1]})
+    action, _argv, dummy = decide(signatures={NV[1]: {"TYPE": "ext4"}}, allow={NV[1]})
     assert action == "create"
 
 
@@ -151,7 +151,7 @@ def test_check_mode_reports_and_runs_only_read_commands(monkeypatch):
 
 def test_real_run_creates_then_reads_uuid(monkeypatch):
     fake, (kind, res) = run_main(monkeypatch, False, [(["mdadm", "--create"], (0, "", "")),
-                                                       (["mdadm", "--detail"], (0, DETAIL_OUT, ""))])
+                                                        (["mdadm", "--detail"], (0, DETAIL_OUT, ""))])
     assert kind == "exit" and res["changed"]
     assert ["mdadm", "--create"] == fake.calls[-3][:2]
     assert res["conf_line"] == "ARRAY /dev/md/dlrack-hot metadata=1.2 UUID=0a1b2c3d:4e5f6071:8293a4b5:c6d7e8f9"

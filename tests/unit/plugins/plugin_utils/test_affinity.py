@@ -251,7 +251,7 @@ def test_max_cores_per_gpu():
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-x"}]}}, {},
      "cpu.numa_nodes[0].cpus"),
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-3"},
-                                                      {"id": 1, "cpus": "3-5"}]}}, {},
+                                                       {"id": 1, "cpus": "3-5"}]}}, {},
      "cpu 3 is in node 0 and node 1"),
     ({"gpus": [{"index": 0}, {"index": 0}], "cpu": {"threads": 4}}, {}, "not unique"),
     ({"gpus": [{"index": 0}], "cpu": {}}, {}, "cpu.numa_nodes (or cpu.threads)"),
@@ -327,7 +327,7 @@ def nvidia_socket_unique_contiguous(hw, balanced=True):
     grouped = []
     for aff in socket_affinities:
         srt = sorted(aff, key=lambda x: siblings.get(x, (x,)))
-        grouped.append([tuple(g) for _, g in itertools.groupby(
+        grouped.append([tuple(g) for dummy, g in itertools.groupby(
             srt, key=lambda x: siblings.get(x, (x,)))])
     to_ids = collections.OrderedDict()
     for idx, g in enumerate(grouped):

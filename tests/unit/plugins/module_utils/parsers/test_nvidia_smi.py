@@ -4,10 +4,7 @@ import pytest
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi as nv
 
-import glob
-import os
-
-from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
+from realdata import ids, read, real  # tests/realdata.py
 
 XML = real("nvidia-smi-q-xml")
 CSV = real("nvidia-smi-query-gpu-csv")
