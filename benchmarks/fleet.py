@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """site.yml and drift.yml across a fleet of real systemd containers, timed against the floor
 Ansible itself sets (a bare ansible.builtin.ping playbook) in the same run.
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Reproducible performance figures for dlrack.node (writes benchmarks/RESULTS.md).
 
 Every figure is a ratio against the plain alternative measured in the same run:

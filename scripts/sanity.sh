@@ -59,7 +59,7 @@ git -c user.name=sanity -c user.email=sanity@localhost commit -qm sanity --no-ve
 if [ "$cmd" = units ]; then
   exec ansible-test units --local --python "$PY" --color no "$@"
 fi
-# shellcheck is an apt package (scripts/test-deps.sh installs it); without it ansible-test skips
-# the shellcheck test with a warning, which must not pass silently.
+# The shellcheck tool is an apt package (scripts/test-deps.sh installs it); without it ansible-test
+# skips that test with a warning, which must not pass silently.
 command -v shellcheck >/dev/null || { echo "sanity: shellcheck missing (scripts/test-deps.sh)" >&2; exit 2; }
 exec ansible-test sanity --local --python "$PY" --color no "$@"

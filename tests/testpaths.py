@@ -48,3 +48,30 @@ def sysfs_tree(name):
     if not os.path.isdir(path):
         raise LookupError("no sysfs tree %r: build_trees.py builds %s" % (name, sorted(os.listdir(_TREES["out"]))))
     return path
+
+
+def tracked_copy(dest):
+    """Copy the files git would commit (tracked and new, not ignored; uncommitted edits included,
+    deleted files left out) to dest: a clean clone of the working tree, without .venv, reports..."""
+    import subprocess
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         stdout=subprocess.PIPE, check=True).stdout.decode()
+    for rel in filter(None, out.split("\0")):
+        path = os.path.join(ROOT, rel)
+        if not os.path.lexists(path):
+            continue
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(path, os.path.join(dest, rel), follow_symlinks=False)
+    return dest
+
+
+def build_collection(workdir, env):
+    """ansible-galaxy collection build from a clean copy of the working tree; the tarball's path."""
+    import subprocess
+    src = tracked_copy(os.path.join(workdir, "src"))
+    out = os.path.join(workdir, "dist")
+    proc = subprocess.run(["ansible-galaxy", "collection", "build", "--output-path", out], cwd=src, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError("ansible-galaxy collection build failed:\n" + proc.stdout)
+    return os.path.join(out, os.listdir(out)[0])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Data-safety suite for dlrack.node.storage_tiers, shared by the container and the VM scenario.
 
 Each case runs the role through `ansible-playbook apply.yml` (json callback) with its own variables

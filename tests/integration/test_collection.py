@@ -9,7 +9,7 @@ import subprocess
 import tarfile
 
 import pytest
-from testpaths import ROOT
+from testpaths import ROOT, build_collection
 
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 # The dependencies (ansible.posix, community.general, containers.podman) as bootstrap.sh extracts
@@ -19,8 +19,8 @@ USER_PATHS = ("plugins/", "roles/", "playbooks/", "docs/", "meta/", "changelogs/
 DEV_PATHS = ("tests/", "molecule/", "benchmarks/", "scripts/", ".venv/", ".collections/", ".cache/", "reports/",
              "context/", ".git/", "Makefile", "ansible.cfg", "requirements-dev.txt", ".hypothesis/")
 
-pytestmark = pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, ".git")) and not os.path.isfile(
-    os.path.join(ROOT, ".git")), reason="needs a git checkout (copies the files git would commit)")
+pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, ".git")),
+                                reason="needs a git checkout (copies the files git would commit)")
 
 
 def _clean_env(tmp):
@@ -42,20 +42,8 @@ def installed(tmp_path_factory):
     """Build the tarball from the files git would commit (uncommitted edits included, ignored
     files such as .venv or reports not), install it offline, return the paths."""
     tmp = str(tmp_path_factory.mktemp("collection"))
-    src = os.path.join(tmp, "src")
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        path = os.path.join(ROOT, rel)
-        if not os.path.lexists(path):
-            continue                      # deleted in the working tree, not yet committed
-        os.makedirs(os.path.join(src, os.path.dirname(rel)), exist_ok=True)
-        shutil.copy2(path, os.path.join(src, rel), follow_symlinks=False)
     env = _clean_env(tmp)
-    out = os.path.join(tmp, "dist")
-    proc = _run(["ansible-galaxy", "collection", "build", "--output-path", out], cwd=src, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    tarball = os.path.join(out, os.listdir(out)[0])
+    tarball = build_collection(tmp, env)
     dest = os.path.join(tmp, "installed")
     env_deps = dict(env, ANSIBLE_COLLECTIONS_PATH=DEPS)   # --offline: dependencies already present
     proc = _run(["ansible-galaxy", "collection", "install", "--offline", "-p", dest, tarball], cwd=tmp,

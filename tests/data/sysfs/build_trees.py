@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the sysfs/procfs trees the gather() tests use from the real captures in tests/data/real/.
 
 The trees are not committed: their paths hold ':' (PCI addresses) and symlinks (some dangling, as

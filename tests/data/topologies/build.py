@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rebuild the dlrack_hw topology documents in this folder from the real captures.
 
 Run from the repository root when ../shared/fixtures/real exists:
