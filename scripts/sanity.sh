@@ -4,7 +4,7 @@
 # (from .venv/collections, see bootstrap.sh) next to it, a git repository there so ansible-test
 # sees exactly those files. Extra arguments go to ansible-test (e.g. --test pylint).
 #   make sanity            # every test that can run here; exit status 0 when clean
-#   ./scripts/sanity.sh units   # ansible-test units on the same copy
+#   ./scripts/sanity.sh units   # ansible-test units on the same copy (make units-ansible-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -57,7 +57,9 @@ git add -A
 git -c user.name=sanity -c user.email=sanity@localhost commit -qm sanity --no-verify
 
 if [ "$cmd" = units ]; then
-  exec ansible-test units --local --python "$PY" --color no "$@"
+  # A venv of ansible-test's own (its pinned pytest, pytest-xdist, mock...) plus
+  # tests/unit/requirements.txt, so that .venv keeps the project's pins.
+  exec ansible-test units --venv --requirements --python "$PY" --color no "$@"
 fi
 # The shellcheck tool is an apt package (scripts/test-deps.sh installs it); without it ansible-test
 # skips that test with a warning, which must not pass silently.

@@ -26,6 +26,13 @@ def _collections_path():
 
 COLLECTIONS = _collections_path()
 
+
+def module_pythonpath():
+    """PYTHONPATH for running a module file as a script: this collection and the ansible-core
+    the tests import (ansible-test units puts it on sys.path, not in site-packages)."""
+    import ansible
+    return os.pathsep.join([COLLECTIONS, os.path.dirname(os.path.dirname(os.path.abspath(ansible.__file__)))])
+
 _TREES = {}
 
 

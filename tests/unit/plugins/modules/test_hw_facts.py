@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from testpaths import COLLECTIONS, ROOT, sysfs_tree
+from testpaths import ROOT, module_pythonpath, sysfs_tree
 
 MODULE = os.path.join(ROOT, "plugins", "modules", "hw_facts.py")
 
@@ -12,7 +12,7 @@ MODULE = os.path.join(ROOT, "plugins", "modules", "hw_facts.py")
 def run_module(tmp_path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
+    env = dict(os.environ, PYTHONPATH=module_pythonpath())
     proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     assert proc.stdout, proc.stderr.decode()

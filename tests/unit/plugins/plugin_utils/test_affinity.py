@@ -251,7 +251,7 @@ def test_max_cores_per_gpu():
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-x"}]}}, {},
      "cpu.numa_nodes[0].cpus"),
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-3"},
-                                                      {"id": 1, "cpus": "3-5"}]}}, {},
+                                                     {"id": 1, "cpus": "3-5"}]}}, {},
      "cpu 3 is in node 0 and node 1"),
     ({"gpus": [{"index": 0}, {"index": 0}], "cpu": {"threads": 4}}, {}, "not unique"),
     ({"gpus": [{"index": 0}], "cpu": {}}, {}, "cpu.numa_nodes (or cpu.threads)"),
