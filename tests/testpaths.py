@@ -33,6 +33,7 @@ def module_pythonpath():
     import ansible
     return os.pathsep.join([COLLECTIONS, os.path.dirname(os.path.dirname(os.path.abspath(ansible.__file__)))])
 
+
 _TREES = {}
 
 
