@@ -433,4 +433,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())  # a command-line entry point, not a module: no exit_json here
