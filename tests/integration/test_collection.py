@@ -139,3 +139,21 @@ def test_ansible_doc_renders_every_module_filter_callback_and_role(installed):
         assert proc.returncode == 0, proc.stderr
         doc = json.loads(proc.stdout)["dlrack.node." + name]["doc"]
         assert doc["name"] == name and doc.get("version_added"), name
+
+
+def test_every_plugin_and_role_has_version_added_for_the_changelog(installed):
+    """antsibull-changelog builds "New Modules / New Plugins / New Roles" of a release from
+    ansible-doc --metadata-dump (the role's main entry point for roles): each needs version_added."""
+    proc = _run(["ansible-doc", "--metadata-dump", "dlrack.node"], cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0, proc.stderr
+    dump = json.loads(proc.stdout)["all"]
+    names = _plugin_names(installed["coll"])
+    with open(os.path.join(installed["coll"], "MANIFEST.json")) as fh:
+        version = json.load(fh)["collection_info"]["version"]
+    for kind, items in names.items():
+        for name in items:
+            entry = dump[kind]["dlrack.node." + name]
+            doc = entry.get("doc") or (entry.get("entry_points") or {}).get("main") or {}
+            added = str(doc.get("version_added") or "")
+            assert re.match(r"^\d+\.\d+\.\d+$", added), (kind, name, added)
+            assert tuple(map(int, added.split("."))) <= tuple(map(int, version.split("."))), (kind, name, added)
