@@ -9,8 +9,9 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.report import summary_lines, write_reports
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
+    ReportWriteError, finite_copy, summary_lines, write_reports)
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
@@ -94,8 +95,37 @@ def load_drift(path, hosts):
     return out
 
 
-def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report"):
+def guard_non_finite(results):
+    """Replace every NaN/Infinity in the results by None and give that host an error finding
+    naming where it was, so that no report carries a non-finite number and none is silently
+    dropped. Returns the hosts that had any."""
+    hit = []
+    for host in sorted(results):
+        res, found = results[host], []
+        for key in ("findings", "hw", "provenance"):
+            if res.get(key) is not None:
+                res[key] = finite_copy(res[key], key, found)
+        if found:
+            hit.append(host)
+            res["findings"].insert(0, {
+                "rule": "inventory.schema", "severity": "error", "observed": "NaN/Infinity", "required": "a finite number",
+                "message": "host %s: non-finite number (NaN or Infinity) in %s; reported as null"
+                           % (host, ", ".join(found[:5]) + (" and %d more" % (len(found) - 5) if len(found) > 5 else "")),
+                "remedy": "fix the inventory values of %s that produce NaN or Infinity" % host})
+            res.setdefault("rules", {})["inventory.schema"] = "fail"
+            res["status"] = "fail"
+    return hit
+
+
+def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
+                  report_dir_var="dlrack_report_dir"):
+    """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
+    ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
+    be written does not raise: the result carries ``report_error`` (naming the path and
+    ``report_dir_var``) next to the complete summary, so the caller can print both and fail."""
     results, summary = evaluate_fleet(inputs)
+    if guard_non_finite(results):
+        summary = summarize(results)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},
@@ -109,9 +139,13 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
                 out["lines"].append("DRIFT %s: [%s] %s" % (host, c.get("role") or "-", c.get("task")))
         if not out["drift_hosts"]:
             out["lines"].append("no drift on %d host(s)" % len(drift))
-    if report_dir:
-        out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,
-                                            meta={"fail_on": fail_on}, prefix=prefix)
-        out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+    if report_dir is not None:
+        try:
+            out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta={"fail_on": fail_on},
+                                                prefix=prefix, junit_warnings=junit_warnings, what=report_dir_var)
+            out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+        except ReportWriteError as exc:
+            out["report_error"] = str(exc)
+            out["lines"].append("reports NOT written: %s" % exc)
     out["text"] = "\n".join(out["lines"])
     return out
