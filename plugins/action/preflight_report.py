@@ -67,11 +67,12 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(str(exc))
         out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
                             prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])
-        result.update(out)
         result["changed"] = False
         if out.get("report_error"):
-            # The verdicts exist even though the files do not: print them, then fail naming the path.
+            # The verdicts exist even though the files do not: print them, then fail naming the path
+            # (without dumping the whole fleet's result a second time).
             display.display(out["text"])
-            result["failed"] = True
-            result["msg"] = out["report_error"]
+            result.update(failed=True, msg=out["report_error"], failed_hosts=out["failed_hosts"])
+            return result
+        result.update(out)
         return result

@@ -218,6 +218,9 @@ def prepare_dir(directory, what="dlrack_report_dir"):
         raise ReportWriteError("%s is empty: set it to the directory where the reports go (e.g. -e %s=reports)"
                                % (what, what))
     directory = str(directory)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ReportWriteError("the report directory %s (%s) is not a directory; set %s to a directory"
+                               % (directory, what, what))
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
