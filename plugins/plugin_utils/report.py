@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import contextlib
 import datetime
+import functools
 import json
 import math
 import os
@@ -26,6 +27,8 @@ import re
 import tempfile
 import uuid
 from xml.sax.saxutils import escape, quoteattr
+
+from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import CpuListError, parse_cpulist
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES
@@ -165,12 +168,15 @@ def _xe(value):
 
 
 def _finalize(value):
-    """Jinja finalize: None prints as nothing, text is made XML/HTML-safe before autoescaping."""
-    from markupsafe import Markup
+    """Jinja finalize: None prints as nothing, text is made XML/HTML-safe before autoescaping
+    (markup that templates produce themselves, e.g. included drawings, passes unchanged)."""
+    kind = type(value)
+    if kind is int or kind is Markup:
+        return value
+    if kind is str:
+        return value if _XML_BAD.search(value) is None else xml_safe(value)
     if value is None:
         return ""
-    if isinstance(value, Markup):
-        return value
     return xml_safe(value)
 
 
@@ -387,6 +393,7 @@ _NARROW = set("il.,:;'|!()[]{}ftrjI /")
 _WIDE = set("mwMW@%")
 
 
+@functools.lru_cache(maxsize=8192)
 def text_width(text, size, bold=False):
     """Upper estimate of the rendered width in px of ``text`` at font ``size`` (px)."""
     em = 0.0
@@ -615,7 +622,17 @@ def _finding(f):
     return {k: f.get(k) for k in _FINDING_KEYS}
 
 
-def _host_view(host, res):
+def _cells(res, rules):
+    """The matrix row of one host: per rule (in column order) None or {o, sym, tip}."""
+    msgs = {}
+    for f in res["findings"]:
+        msgs.setdefault(f["rule"], []).append(f.get("message") or "")
+    outcomes = res.get("rules", {})
+    return [{"o": outcomes[r], "sym": SYMBOLS.get(outcomes[r], "?"), "rule": r, "tip": "%s: %s" % (r, "; ".join(msgs.get(r, [])))}
+            if r in outcomes else None for r in rules]
+
+
+def _host_view(host, res, rules=(), drawings=None):
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
     cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
     mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
@@ -626,7 +643,21 @@ def _host_view(host, res):
              "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
     prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
     return {"name": host, "status": res["status"], "facts": facts, "findings": [_finding(f) for f in res["findings"]],
-            "topology": topology(hw) if hw else None, "provenance": prov}
+            "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""),
+            "svg": _drawing(hw, drawings if drawings is not None else {}), "provenance": prov}
+
+
+def _drawing(hw, cache):
+    """The rendered drawing of one host; hosts with the same drawing data share one rendering."""
+    topo = topology(hw) if hw else None
+    key = json.dumps(topo, sort_keys=True, default=str)
+    if key not in cache:
+        cache[key] = Markup(render("topology.svg.j2", topo=topo))
+    return cache[key]
+
+
+def _cut(text, limit):
+    return text if len(text) <= limit else u"%s\u2026 (%d more characters)" % (text[:limit], len(text) - limit)
 
 
 def build_html(results, summary, drift=None, title="dlrack.node pre-flight report", run_id=None):
@@ -639,13 +670,14 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     seen.sort(key=lambda r: (-(counts.get(r) or {}).get("fail", 0), -(counts.get(r) or {}).get("warn", 0), order[r]))
     desc = dict(RULES)
     hosts = sorted(results)
+    drawings = {}
     failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
     warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
-    drift_rows = [(h, c, str(c.get("diff") or "")[:2000]) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
+    drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
     return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
-                  results=results, hosts=[_host_view(h, results[h]) for h in hosts], failures=failures,
+                  hosts=[_host_view(h, results[h], seen, drawings) for h in hosts], failures=failures,
                   warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 

@@ -45,9 +45,10 @@ PROBE = r"""
     var b = tr.getBoundingClientRect();
     out.failures.push({host: tr.dataset.host, rule: tr.dataset.rule, top: b.top, bottom: b.bottom});
   });
+  var heads = document.querySelectorAll('table.matrix tr:first-child th');
   document.querySelectorAll('table.matrix td.c.fail').forEach(function (td) {
     var b = td.getBoundingClientRect();
-    out.failCells.push({host: td.dataset.host, rule: td.dataset.rule, left: b.left, right: b.right});
+    out.failCells.push({host: td.parentElement.dataset.host, rule: heads[td.cellIndex].dataset.rule, left: b.left, right: b.right});
   });
   var pre = document.createElement('pre');
   pre.id = 'probe';
@@ -72,7 +73,7 @@ def _example_inputs():
 def _chromium(*args):
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
            "--disable-dev-shm-usage", "--user-data-dir=" + args[0]] + list(args[1:])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, check=False)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=90, check=False)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     return proc.stdout.decode("utf-8", errors="replace")
 
@@ -123,3 +124,53 @@ def test_example_report_in_chromium(example_report, tmp_path, width, height):
     assert max(c["right"] for c in res["failCells"]) <= width, res["failCells"]
     # The page itself never scrolls sideways (only the matrix and a wide drawing, inside their boxes).
     assert res["scrollX"] <= width
+
+
+HOSTILE_PROBE = r"""
+<script>
+(function () {
+  var out = {scripts: document.scripts.length - 1, handlers: [], hosts: [], overflow: 0};
+  document.querySelectorAll('*').forEach(function (el) {
+    for (var i = 0; i < el.attributes.length; i++)
+      if (/^on/i.test(el.attributes[i].name)) out.handlers.push(el.tagName + ' ' + el.attributes[i].name);
+  });
+  document.querySelectorAll('section.host').forEach(function (s) { out.hosts.push(s.id); });
+  document.querySelectorAll('svg.topology g.box').forEach(function (g) {
+    var r = g.querySelector('rect').getBBox();
+    g.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBBox();
+      if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) out.overflow += 1;
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_hostile_names_stay_text_in_chromium(tmp_path):
+    """Host names and models written to break out of attributes, elements and the SVG: Chromium's
+    own parser finds no injected script or event handler, and the drawings still fit."""
+    import copy
+    from hwdocs import GATHERED
+    hostile_host = 'x" onmouseover="alert(1)'
+    hw = copy.deepcopy(GATHERED)
+    for g in hw["gpus"]:
+        g["model"] = "<script>alert(1)</script>]]></text></svg><img src=x onerror=alert(2)>" + "W" * 80
+    hw["cpu"]["numa_nodes"][0]["cpus"] = "0-31'\"><svg onload=alert(3)>"
+    out = run_preflight({hostile_host: collect_host_inputs(hostile_host, {"dlrack_hw_gathered": hw})},
+                        report_dir=str(tmp_path / "r"))
+    with open(out["report_paths"]["html"], encoding="utf-8") as fh:
+        page = fh.read()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", HOSTILE_PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(str(tmp_path / "profile"), "--window-size=1366,768", "--virtual-time-budget=3000", "--dump-dom",
+                    "file://" + str(probed))
+    m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
+    res = json.loads(m.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+    assert res["scripts"] == 0 and res["handlers"] == []
+    assert res["hosts"] == ["host-" + hostile_host]
+    assert res["overflow"] == 0

@@ -366,3 +366,23 @@ def test_terminal_summary_lines(tmp_path):
     assert out["lines"][0].startswith("dlrack.node preflight: 3 host(s)")
     assert any(line.startswith("FAIL  broken") for line in out["lines"])
     assert out["lines"][-1].startswith("reports: ")
+
+
+def test_drift_section_and_drift_failures(tmp_path):
+    inputs = {"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
+              "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})}
+    drift = {"good": {"changes": [], "failures": [], "unreachable": False},
+             "live": {"changes": [{"role": "ecc_monitor", "task": "Install <rasdaemon>", "action": "apt",
+                                   "diff": {"before": "x" * 5000, "after": float("nan")}}], "failures": [], "unreachable": False}}
+    out = run_preflight(inputs, report_dir=str(tmp_path), drift=drift, prefix="drift")
+    assert out["drift_hosts"] == ["live"] and sorted(os.listdir(str(tmp_path)))[1:] == ["drift.html", "drift.json", "drift.xml"]
+    root = ET.parse(str(tmp_path / "drift.xml")).getroot()
+    drifted = [c for c in root.iter("testcase") if c.get("classname") == "drift.live"]
+    assert [c.get("name") for c in drifted] == ["drift: Install <rasdaemon>"]
+    assert drifted[0].find("failure").get("type") == "drift"
+    html = _read(tmp_path, "drift.html")
+    assert "Install &lt;rasdaemon&gt;" in html and "x" * 1900 in html and "x" * 2001 not in html
+    assert "more characters)" in html
+    assert _strict_json(_read(tmp_path, "drift.json"))["drift"]["live"]["changes"][0]["diff"]["after"] is None
+    no_drift = report.build_html(*evaluate_fleet(inputs), drift={"good": {"changes": []}})
+    assert "no drift: every managed setting is as the roles leave it" in no_drift
