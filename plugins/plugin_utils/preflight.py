@@ -96,7 +96,7 @@ def load_drift(path, hosts):
 
 
 def guard_non_finite(results):
-    """Replace every NaN/Infinity in the results by None and give that host an error finding
+    """Replace every NaN/Infinity (and integer beyond 2^1024) in the results by None and give that host an error finding
     naming where it was, so that no report carries a non-finite number and none is silently
     dropped. Returns the hosts that had any."""
     hit = []
@@ -109,7 +109,7 @@ def guard_non_finite(results):
             hit.append(host)
             res["findings"].insert(0, {
                 "rule": "inventory.schema", "severity": "error", "observed": "NaN/Infinity", "required": "a finite number",
-                "message": "host %s: non-finite number (NaN or Infinity) in %s; reported as null"
+                "message": "host %s: non-finite or absurdly large number (NaN, Infinity, > 2^1024) in %s; reported as null"
                            % (host, ", ".join(found[:5]) + (" and %d more" % (len(found) - 5) if len(found) > 5 else "")),
                 "remedy": "fix the inventory values of %s that produce NaN or Infinity" % host})
             res.setdefault("rules", {})["inventory.schema"] = "fail"

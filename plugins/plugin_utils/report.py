@@ -65,9 +65,10 @@ def new_run_id():
 
 def finite_copy(value, path="", found=None):
     """Copy of ``value`` (dicts, lists, scalars) in which every non-finite float (NaN, +-Infinity)
-    is None. ``found`` (a list), when given, receives the dotted path of each replacement."""
-    if isinstance(value, float):
-        if math.isfinite(value):
+    and every integer beyond any float's range (more than 1024 bits: Python cannot even print one
+    of 4300 digits) is None. ``found`` (a list), when given, receives the dotted path of each."""
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        if math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1024:
             return value
         if found is not None:
             found.append(path or "(value)")
@@ -86,7 +87,7 @@ def _default(value):
 
 
 def strict_json_dumps(doc, indent=2, sort_keys=False):
-    """JSON text that every parser accepts: non-finite floats become null (never ``NaN``),
+    """JSON text that every parser accepts: non-finite floats and absurd integers become null (never ``NaN``),
     objects JSON cannot express are written with str(), output is ASCII (lone surrogates are
     escaped, never written raw). Raises nothing for odd values; allow_nan=False guards the rest."""
     return json.dumps(finite_copy(doc), indent=indent, sort_keys=sort_keys, allow_nan=False,
