@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, finite_copy, summary_lines, write_reports)
@@ -95,14 +96,30 @@ def load_drift(path, hosts):
     return out
 
 
+_LONG_DIGITS = re.compile(r"\d{309}")
+
+
+def _plainly_finite(value):
+    """Fast check (the C JSON encoder) that ``value`` holds no NaN/Infinity and no integer beyond
+    2^1024 (no run of more than 308 digits); anything doubtful goes to the exact walk."""
+    try:
+        text = json.dumps(value, allow_nan=False, default=str)
+    except ValueError:
+        return False
+    return _LONG_DIGITS.search(text) is None
+
+
 def guard_non_finite(results):
-    """Replace every NaN/Infinity (and integer beyond 2^1024) in the results by None and give that host an error finding
-    naming where it was, so that no report carries a non-finite number and none is silently
-    dropped. Returns the hosts that had any."""
+    """Replace every NaN/Infinity (and integer beyond 2^1024) in the reported parts of the results
+    (findings, provenance) by None and give that host an error finding naming where it was, so that
+    no report carries such a number and none is silently dropped. (The hardware document itself is
+    not written to JSON; the HTML drawing shows such values as "?".) Returns the hosts that had any."""
     hit = []
     for host in sorted(results):
         res, found = results[host], []
-        for key in ("findings", "hw", "provenance"):
+        if _plainly_finite([res.get("findings"), res.get("provenance")]):
+            continue
+        for key in ("findings", "provenance"):
             if res.get(key) is not None:
                 res[key] = finite_copy(res[key], key, found)
         if found:

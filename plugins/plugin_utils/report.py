@@ -80,6 +80,9 @@ def finite_copy(value, path="", found=None):
     return value
 
 
+_LONG_DIGITS = re.compile(r"\d{309}")
+
+
 def _default(value):
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=str)
@@ -90,6 +93,12 @@ def strict_json_dumps(doc, indent=2, sort_keys=False):
     """JSON text that every parser accepts: non-finite floats and absurd integers become null (never ``NaN``),
     objects JSON cannot express are written with str(), output is ASCII (lone surrogates are
     escaped, never written raw). Raises nothing for odd values; allow_nan=False guards the rest."""
+    try:  # the C encoder first; the exact walk only when a number needs replacing
+        text = json.dumps(doc, indent=indent, sort_keys=sort_keys, allow_nan=False, ensure_ascii=True, default=_default)
+        if _LONG_DIGITS.search(text) is None:
+            return text + "\n"
+    except ValueError:
+        pass
     return json.dumps(finite_copy(doc), indent=indent, sort_keys=sort_keys, allow_nan=False,
                       ensure_ascii=True, default=_default) + "\n"
 
@@ -431,6 +440,14 @@ def _int_or_none(value, lo=0, hi=None):
     return value
 
 
+def _show(value):
+    """A scalar for display; "?" for None and for integers too long to print (Python >= 3.11 refuses
+    str() beyond 4300 digits)."""
+    if value is None or (isinstance(value, int) and value.bit_length() > 1024):
+        return "?"
+    return value
+
+
 def _gb(mb, unit="GB"):
     try:
         return "%d %s" % (round(float(mb) / 1024.0), unit) if mb else ""
@@ -463,7 +480,7 @@ def _topology_nodes(hw):
         declared, total = False, len(nodes)
     else:
         # Declared without NUMA detail: one box per socket, GPUs spread evenly (shown as such).
-        total = _int_or_none(cpu.get("sockets"), 1) or 1
+        total = _int_or_none(cpu.get("sockets"), 1, 2 ** 63) or 1
         declared = True
         nodes = [{"id": i} for i in range(min(total, MAX_COLUMNS))]
     return [dict(n, _declared=declared) for n in nodes[:MAX_COLUMNS]], total - min(total, MAX_COLUMNS)
@@ -510,9 +527,9 @@ def _gpu_item(g, source):
     p = g.get("pcie") if isinstance(g.get("pcie"), dict) else {}
     w, wm = p.get("width"), p.get("width_max")
     bad = isinstance(w, int) and isinstance(wm, int) and w < wm
-    right = "x%s/x%s" % (w, wm) if w is not None else ("declared" if source == "declared" else "link n/a")
+    right = "x%s/x%s" % (_show(w), _show(wm)) if w is not None else ("declared" if source == "declared" else "link n/a")
     model = str(g.get("model") or "").replace("NVIDIA ", "") or "%s (model unknown)" % (g.get("pci_bus_id") or "?")
-    label = " ".join(s for s in ("GPU%s" % g.get("index", "?"), model, _gb(g.get("memory_mb"))) if s)
+    label = " ".join(s for s in ("GPU%s" % _show(g.get("index")), model, _gb(g.get("memory_mb"))) if s)
     return {"kind": "gpu", "label": label, "right": right, "bad": bad,
             "fill": "#ffebe9" if bad else "#dafbe1", "stroke": "#cf222e" if bad else "#2da44e"}
 
@@ -541,13 +558,13 @@ def _column_items(gpus, disks, source):
 def _node_titles(n, cpu):
     if n["_declared"]:
         model = str(cpu.get("model") or "CPU").replace("(R)", "").replace("(TM)", "")
-        return "Socket %s" % n.get("id"), "%s, declared" % model
+        return "Socket %s" % _show(n.get("id")), "%s, declared" % model
     ncpus = _cpu_count(n.get("cpus"))
     mem = _gb(n.get("memory_mb")) or "no memory"
     if not ncpus:
-        return "NUMA node %s" % n.get("id"), ("CPU-less node, %s" % mem if ncpus == 0 else "CPUs ?, %s" % mem)
+        return "NUMA node %s" % _show(n.get("id")), ("CPU-less node, %s" % mem if ncpus == 0 else "CPUs ?, %s" % mem)
     cpus = str(n.get("cpus"))
-    return "NUMA node %s" % n.get("id"), "%d CPUs%s, %s" % (ncpus, " (%s)" % cpus if len(cpus) < 24 else "", mem)
+    return "NUMA node %s" % _show(n.get("id")), "%d CPUs%s, %s" % (ncpus, " (%s)" % cpus if len(cpus) < 24 else "", mem)
 
 
 def _layout(columns):
@@ -624,12 +641,12 @@ def _finding(f):
 
 
 def _cells(res, rules):
-    """The matrix row of one host: per rule (in column order) None or {o, sym, tip}."""
+    """The matrix row of one host: per rule (in column order) None or (outcome, symbol, tooltip)."""
     msgs = {}
     for f in res["findings"]:
         msgs.setdefault(f["rule"], []).append(f.get("message") or "")
     outcomes = res.get("rules", {})
-    return [{"o": outcomes[r], "sym": SYMBOLS.get(outcomes[r], "?"), "rule": r, "tip": "%s: %s" % (r, "; ".join(msgs.get(r, [])))}
+    return [(outcomes[r], SYMBOLS.get(outcomes[r], "?"), "%s: %s" % (r, "; ".join(msgs.get(r, []))))
             if r in outcomes else None for r in rules]
 
 
@@ -639,11 +656,13 @@ def _host_view(host, res, rules=(), drawings=None):
     mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
     gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, dict)]
     facts = [hw.get("source") or "?", "profile %s" % res.get("profile"),
-             "%s x %s, %s cores" % (cpu.get("sockets", "?"), cpu.get("model") or "?", cpu.get("cores", "?")),
+             "%s x %s, %s cores" % (_show(cpu.get("sockets")), cpu.get("model") or "?", _show(cpu.get("cores"))),
              "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
              "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
     prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
-    return {"name": host, "status": res["status"], "facts": facts, "findings": [_finding(f) for f in res["findings"]],
+    rows = [(f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else f["observed"],
+             "-" if f.get("required") is None else f["required"], f.get("message"), f.get("remedy")) for f in res["findings"]]
+    return {"name": host, "status": res["status"], "facts": u" \u00b7 ".join(str(x) for x in facts), "rows": rows,
             "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""),
             "svg": _drawing(hw, drawings if drawings is not None else {}), "provenance": prov}
 

@@ -144,11 +144,13 @@ def test_non_finite_numbers_never_reach_json_and_become_a_finding(tmp_path):
 def test_guard_replaces_non_finite_and_names_the_path():
     from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import guard_non_finite
     results, _ = evaluate_fleet({"h": collect_host_inputs("h", {"dlrack_hw": GOOD})})
-    results["h"]["hw"]["memory"]["total_mb"] = float("-inf")
+    assert guard_non_finite(results) == [] and results["h"]["status"] == "pass"
+    results["h"]["findings"][2]["required"] = float("-inf")
     assert guard_non_finite(results) == ["h"]
-    assert results["h"]["hw"]["memory"]["total_mb"] is None and results["h"]["status"] == "fail"
+    assert results["h"]["findings"][3]["required"] is None and results["h"]["status"] == "fail"
     f = results["h"]["findings"][0]
-    assert f["severity"] == "error" and "hw.memory.total_mb" in f["message"] and "host h" in f["message"]
+    assert f["severity"] == "error" and "findings[2].required" in f["message"] and "host h" in f["message"]
+    assert results["h"]["rules"]["inventory.schema"] == "fail"
     results["h"]["findings"][3]["observed"] = 10 ** 5000                 # str() of it raises in Python >= 3.11
     assert guard_non_finite(results) == ["h"] and results["h"]["findings"][4]["observed"] is None
     assert "findings[3].observed" in results["h"]["findings"][0]["message"]
@@ -390,3 +392,19 @@ def test_drift_section_and_drift_failures(tmp_path):
     assert _strict_json(_read(tmp_path, "drift.json"))["drift"]["live"]["changes"][0]["diff"]["after"] is None
     no_drift = report.build_html(*evaluate_fleet(inputs), drift={"good": {"changes": []}})
     assert "no drift: every managed setting is as the roles leave it" in no_drift
+
+
+def test_html_survives_absurd_numbers_in_the_hardware_document():
+    huge, nan = 10 ** 5000, float("nan")
+    hw = {"source": "gathered",
+          "cpu": {"model": "X", "sockets": huge, "cores": huge,
+                  "numa_nodes": [{"id": huge, "cpus": "0-3", "memory_mb": nan}, {"id": 1, "cpus": huge, "memory_mb": huge}]},
+          "memory": {"total_mb": huge, "ecc": "multi-bit"},
+          "gpus": [{"index": huge, "model": "NVIDIA H100", "memory_mb": nan, "numa_node": 1,
+                    "pcie": {"width": huge, "width_max": 16}}],
+          "disks": [{"name": "d", "kind": "nvme", "size_bytes": huge}, {"name": "e", "kind": "hdd", "size_bytes": nan}]}
+    results = {"h": {"status": "pass", "profile": "training", "findings": [], "rules": {}, "hw": hw, "provenance": {}}}
+    html = report.build_html(results, {"hosts": 1, "pass": 1, "warn": 0, "fail": 0, "rules": {}})
+    assert "NUMA node ?" in html and "? x X, ? cores" in html and "GPU? H100" in html
+    decl = dict(hw, source="declared", cpu={"model": "X", "sockets": huge})
+    assert report.topology(decl)["columns"][0]["title"] == "Socket 0"      # absurd count: drawn as one socket
