@@ -650,7 +650,7 @@ def _cells(res, rules):
             if r in outcomes else None for r in rules]
 
 
-def _host_view(host, res, rules=(), drawings=None):
+def _host_view(host, res, rules=(), fragments=None):
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
     cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
     mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
@@ -660,19 +660,21 @@ def _host_view(host, res, rules=(), drawings=None):
              "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
              "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
     prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
-    rows = [(f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else f["observed"],
-             "-" if f.get("required") is None else f["required"], f.get("message"), f.get("remedy")) for f in res["findings"]]
-    return {"name": host, "status": res["status"], "facts": u" \u00b7 ".join(str(x) for x in facts), "rows": rows,
-            "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""),
-            "svg": _drawing(hw, drawings if drawings is not None else {}), "provenance": prov}
-
-
-def _drawing(hw, cache):
-    """The rendered drawing of one host; hosts with the same drawing data share one rendering."""
+    rows = [(f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
+             "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy")) for f in res["findings"]]
+    cache = fragments if fragments is not None else {}
     topo = topology(hw) if hw else None
-    key = json.dumps(topo, sort_keys=True, default=str)
+    return {"name": host, "status": res["status"], "facts": u" \u00b7 ".join(str(x) for x in facts),
+            "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""), "provenance": prov,
+            "svg": _fragment(cache, "topology.svg.j2", topo=topo), "findings_table": _fragment(cache, "findings.html.j2", rows=rows)}
+
+
+def _fragment(cache, template, **context):
+    """Render a template once per distinct context: identical hosts (a rack of the same nodes)
+    share one rendering of their drawing and findings table."""
+    key = (template, json.dumps(context, sort_keys=True, default=repr))
     if key not in cache:
-        cache[key] = Markup(render("topology.svg.j2", topo=topo))
+        cache[key] = Markup(render(template, **context))
     return cache[key]
 
 
@@ -690,14 +692,14 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     seen.sort(key=lambda r: (-(counts.get(r) or {}).get("fail", 0), -(counts.get(r) or {}).get("warn", 0), order[r]))
     desc = dict(RULES)
     hosts = sorted(results)
-    drawings = {}
+    fragments = {}
     failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
     warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
     drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
     return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
-                  hosts=[_host_view(h, results[h], seen, drawings) for h in hosts], failures=failures,
+                  hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
                   warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 
