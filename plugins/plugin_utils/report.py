@@ -625,6 +625,7 @@ def _svg_topology(hw):
 
 # ----------------------------------------------------------------------------------------- HTML
 
+FAILURES_OPEN = 40       # error findings listed open at the top; the rest in a <details> right below
 SYMBOLS = {"fail": u"\u2717", "warn": "!", "pass": u"\u2713", "skip": u"\u2013"}
 LEGEND = (("fail", "error: the rule fails"), ("warn", "warning"), ("pass", "holds"), ("skip", "not checked"))
 
@@ -700,7 +701,7 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
                   hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
-                  warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
+                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 
 

@@ -408,3 +408,13 @@ def test_html_survives_absurd_numbers_in_the_hardware_document():
     assert "NUMA node ?" in html and "? x X, ? cores" in html and "GPU? H100" in html
     decl = dict(hw, source="declared", cpu={"model": "X", "sockets": huge})
     assert report.topology(decl)["columns"][0]["title"] == "Socket 0"      # absurd count: drawn as one socket
+
+
+def test_long_failure_lists_stay_in_the_failures_section():
+    inputs = {"bad-%02d" % i: collect_host_inputs("bad-%02d" % i, {"dlrack_hw": FOUR_BAD}) for i in range(20)}
+    results, summary = evaluate_fleet(inputs)
+    html = report.build_html(results, summary)
+    section = html[html.index('<section id="failures">'):html.index("</section>")]
+    assert section.count('<tr class="failure"') == 80                       # 20 hosts x 4 errors, all listed
+    assert "%d more error finding(s)" % (80 - report.FAILURES_OPEN) in section
+    assert section.split("<details>")[0].count('<tr class="failure"') == report.FAILURES_OPEN   # the rest folded
