@@ -99,7 +99,7 @@ def test_collection_requirements_install_offline_and_introspect_to_runtime_only(
 def test_meta_dependency_files_list_what_the_controller_plugins_import():
     """The collection's EE metadata names files that exist, and its Python requirements are exactly
     the third-party modules the controller-side plugins import (today none: the standard library,
-    ansible-core and what ansible-core requires, Jinja2 and PyYAML)."""
+    ansible-core and what ansible-core requires, Jinja2, MarkupSafe and PyYAML)."""
     import sys
     with open(os.path.join(ROOT, "meta", "execution-environment.yml")) as fh:
         meta = yaml.safe_load(fh)
@@ -115,8 +115,9 @@ def test_meta_dependency_files_list_what_the_controller_plugins_import():
             if name.endswith(".py"):
                 with open(os.path.join(folder, name)) as fh:
                     imported.update(re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", fh.read(), re.M))
-    third_party = {m.lower() for m in imported} - {"__future__", "ansible", "ansible_collections", "yaml", "jinja2"} - set(
-        sys.stdlib_module_names)
+    # ansible-core requires Jinja2 (which requires MarkupSafe) and PyYAML: every EE has them.
+    with_core = {"__future__", "ansible", "ansible_collections", "yaml", "jinja2", "markupsafe"}
+    third_party = {m.lower() for m in imported} - with_core - set(sys.stdlib_module_names)
     assert third_party == listed["python"], "controller plugins import %s; meta/ee-requirements.txt lists %s" % (
         sorted(third_party), sorted(listed["python"]))
     assert listed["system"] == set(), "controller-side system packages need a reason: %s" % listed["system"]
