@@ -43,19 +43,19 @@ def parse_cpulist(text):
         stride = 1
         if ":" in part:
             part, dummy, stride_s = part.partition(":")
-            if not stride_s.isdigit() or int(stride_s) < 1:
+            if not stride_s.isdecimal() or int(stride_s) < 1:
                 raise CpuListError("bad stride in cpulist %r" % text)
             stride = int(stride_s)
         if "-" in part:
             lo_s, dummy, hi_s = part.partition("-")
-            if not (lo_s.strip().isdigit() and hi_s.strip().isdigit()):
+            if not (lo_s.strip().isdecimal() and hi_s.strip().isdecimal()):
                 raise CpuListError("bad range %r in cpulist %r" % (part, text))
             lo, hi = int(lo_s), int(hi_s)
             if hi < lo:
                 raise CpuListError("descending range %r in cpulist %r" % (part, text))
             cpus.update(range(lo, hi + 1, stride))
         else:
-            if not part.isdigit():
+            if not part.isdecimal():
                 raise CpuListError("bad cpu id %r in cpulist %r" % (part, text))
             cpus.add(int(part))
     return sorted(cpus)

@@ -84,7 +84,7 @@ def _listdir(path):
 
 
 def _natural_key(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", name)]
 
 
 def _sum(values):

@@ -86,7 +86,7 @@ def _listdir(path):
 
 
 def _natural(name):
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+    return [int(t) if t.isdecimal() else t for t in re.split(r"(\d+)", name)]
 
 
 def _cpulist(text):
@@ -150,11 +150,11 @@ def _parse_cpuinfo(text):
         elif key == "vendor_id" and info["vendor_id"] is None:
             info["vendor_id"] = value
         elif key == "cpu family" and info["family"] is None:
-            info["family"] = int(value) if value.isdigit() else None
+            info["family"] = int(value) if value.isdecimal() else None
         elif key == "model" and info["model_id"] is None:
-            info["model_id"] = int(value) if value.isdigit() else None
+            info["model_id"] = int(value) if value.isdecimal() else None
         elif key == "stepping" and info["stepping"] is None:
-            info["stepping"] = int(value) if value.isdigit() else None
+            info["stepping"] = int(value) if value.isdecimal() else None
         elif key in ("flags", "features") and info["flags"] is None:
             info["flags"] = value.split()
             info["hypervisor"] = "hypervisor" in info["flags"]

@@ -141,7 +141,7 @@ def _parse_parsable(lines):
                 continue
             if c == "":
                 row[h] = None
-            elif c.isdigit():
+            elif c.isdecimal():
                 row[h] = int(c)
             elif h in ("cpu", "core", "socket", "node"):
                 raise ParseError("lscpu -p: %s %r is not a number in row %r" % (h, c, s))
@@ -238,7 +238,7 @@ def parse_lscpu_e(text):
             if k in ("cpu", "node", "socket", "core", "drawer", "book", "cluster"):
                 if c == "-":
                     row[k] = None
-                elif c.isdigit():
+                elif c.isdecimal():
                     row[k] = int(c)
                 else:
                     raise ParseError("lscpu -e: %s %r is not a number" % (k, c))

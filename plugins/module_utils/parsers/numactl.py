@@ -32,7 +32,7 @@ def parse_numactl_hardware(text):
         m = re.match(r"^node (\d+) cpus:\s*(.*)$", s)
         if m:
             ids = m.group(2).split()
-            if not all(i.isdigit() for i in ids):
+            if not all(i.isdecimal() for i in ids):
                 raise ParseError("numactl --hardware: bad cpu list in %r" % s[:80])
             n = nodes.setdefault(int(m.group(1)), {"id": int(m.group(1)), "size_mb": None,
                                                    "free_mb": None})

@@ -491,7 +491,7 @@ def parse_topo(text):
             "index": int(name[3:]),
             "links": dict((d, c) for d, c in zip(devices, cells) if d != name),
             "cpu_affinity": cpu_aff,
-            "numa_affinity": int(numa) if numa is not None and numa.isdigit() else numa,
+            "numa_affinity": int(numa) if numa is not None and numa.isdecimal() else numa,
             "gpu_numa_id": to_int(ext.get("gpu_numa_id")),
         })
     if not gpus:
