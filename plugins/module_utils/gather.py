@@ -75,6 +75,7 @@ def _read_int(path, errors=None):
 # take gigabytes. It is refused before parsing.
 MAX_CPU_ID = 65535
 _NUMBER = re.compile(r"[0-9]+")
+_NOT_CPULIST = re.compile(r"[^0-9,:\s-]")
 
 
 def _cpulist(text, what=None, errors=None):
@@ -83,7 +84,10 @@ def _cpulist(text, what=None, errors=None):
     if text is None:
         return None
     bad = None
-    for num in _NUMBER.findall(text):
+    odd = _NOT_CPULIST.search(text)
+    if odd:
+        bad = "character %r is not part of a cpulist" % odd.group(0)
+    for num in ([] if bad else _NUMBER.findall(text)):
         if len(num) > 5 or int(num) > MAX_CPU_ID:
             bad = "names CPU id %s, above the bound %d" % (num[:12] + ("..." if len(num) > 12 else ""),
                                                          MAX_CPU_ID)
@@ -744,6 +748,8 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
     if want & set(["cpu", "host"]):
         cpuinfo = section("/proc/cpuinfo", lambda: parse_cpuinfo(rd.text(rd.path("/proc/cpuinfo"))))
     cpuinfo = cpuinfo or parse_cpuinfo(None)
+    for item in cpuinfo["garbled"]:
+        errors.append("/proc/cpuinfo: %s is not a number; left null" % item)
     if "cpu" in want:
         doc["cpu"] = section("cpu", lambda: _gather_cpu(rd, cpuinfo))
     if "memory" in want or "edac" in want:

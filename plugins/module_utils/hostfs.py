@@ -98,14 +98,18 @@ def _small_int(value):
     return None
 
 
+_NUMERIC = {"cpu family": "family", "model": "model_id", "stepping": "stepping"}
+
+
 def parse_cpuinfo(text):
     """The first CPU's identity from /proc/cpuinfo text (x86 and Arm layouts).
 
-    Returns {model, vendor_id, family, model_id, stepping, flags, implementer, hypervisor}.
-    Never raises: garbage gives None fields.
+    Returns {model, vendor_id, family, model_id, stepping, flags, implementer, hypervisor,
+    garbled}. Never raises: a numeric field that is not a number is None and named in
+    ``garbled`` (e.g. "cpu family '²'"; x86 layout only).
     """
     info = {"model": None, "vendor_id": None, "family": None, "model_id": None, "stepping": None,
-            "flags": None, "implementer": None, "hypervisor": False}
+            "flags": None, "implementer": None, "hypervisor": False, "garbled": []}
     if not isinstance(text, str):
         return info
     for line in text.splitlines():
@@ -117,17 +121,17 @@ def parse_cpuinfo(text):
             info["model"] = re.sub(r"\s+", " ", value)
         elif key == "vendor_id" and info["vendor_id"] is None:
             info["vendor_id"] = value or None
-        elif key == "cpu family" and info["family"] is None:
-            info["family"] = _small_int(value)
-        elif key == "model" and info["model_id"] is None:
-            info["model_id"] = _small_int(value)
-        elif key == "stepping" and info["stepping"] is None:
-            info["stepping"] = _small_int(value)
+        elif key in _NUMERIC and info[_NUMERIC[key]] is None:
+            info[_NUMERIC[key]] = _small_int(value)
+            if info[_NUMERIC[key]] is None and value and len(info["garbled"]) < 8:
+                info["garbled"].append("%s %r" % (key, value[:40]))
         elif key in ("flags", "features") and info["flags"] is None:
             info["flags"] = value.split()
             info["hypervisor"] = "hypervisor" in info["flags"]
         elif key == "cpu implementer" and info["implementer"] is None:
             info["implementer"] = value or None
+    if info["vendor_id"] is None:
+        info["garbled"] = []  # not the x86 layout: POWER's "model" is the machine type, not a number
     return info
 
 

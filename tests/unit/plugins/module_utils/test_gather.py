@@ -150,9 +150,9 @@ def test_garbled_tree_gives_nulls():
     d = gather(root=tree("garbled"), run_command=FakeRun(), is_root=False)
     # garbled values are null; the garbled cpulists are named in errors
     assert d["errors"] == [
-        "cpu3 thread_siblings_list: '3-x,' is not a usable cpulist (bad range '3-x' in cpulist '3-x,')",
+        "cpu3 thread_siblings_list: '3-x,' is not a usable cpulist (character 'x' is not part of a cpulist)",
         "NUMA node0 cpulist: '0-31-7' is not a usable cpulist (bad range '0-31-7' in cpulist '0-31-7')",
-        "GPU 0000:41:00.0 local_cpulist: 'ff,zz' is not a usable cpulist (bad cpu id 'ff' in cpulist 'ff,zz')"]
+        "GPU 0000:41:00.0 local_cpulist: 'ff,zz' is not a usable cpulist (character 'f' is not part of a cpulist)"]
     assert d["cpu"]["model"] is None
     assert d["memory"]["total_mb"] is None
     assert d["cpu"]["numa_nodes"][0]["cpus"] is None  # unreadable, not CPU-less
