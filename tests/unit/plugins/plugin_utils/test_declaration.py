@@ -64,8 +64,8 @@ def test_identity_keeps_the_unit_ids(h200, esc):
     assert [d["serial"] for d in decl["disks"]] == ["overlayblk", "199048143072"]
     assert "ecc_errors" not in decl["gpus"][0] and "kernel" not in decl["host"]   # volatile all the same
     esc_decl = declaration_from_gathered(esc, identity=True)
-    assert [d["by_id"] for d in esc_decl["disks"]] == [d["by_id"] for d in esc["disks"]]
-    assert any(d["by_id"] for d in esc_decl["disks"]) and "probe" not in esc_decl["disks"][0]
+    assert esc["disks"][0]["probe"] is not None and esc["disks"][0]["in_use"]["signatures"]   # blkid answered
+    assert "probe" not in esc_decl["disks"][0] and esc_decl["disks"][0]["in_use"] == {"system": False}
 
 
 def test_edac_counters_left_out():
