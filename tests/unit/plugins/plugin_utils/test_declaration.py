@@ -36,7 +36,7 @@ def esc():
     def run(argv):
         return (0, "PTTYPE=gpt\n", "") if argv[0].endswith("blkid") else (127, "", "")
     return gather(root=os.path.join(DATA, "sysfs", "esc8000a-e12"), run_command=run, is_root=True,
-                  dmidecode="never")
+                  dmidecode="never", blkid="/sbin/blkid")
 
 
 def test_h200_declaration_keeps_the_hardware_and_drops_the_volatile(h200):
