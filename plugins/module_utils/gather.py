@@ -4,13 +4,18 @@
 """Gather a ``dlrack_hw`` document (DESIGN.md, "The one contract") from a live host.
 
 One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
-(when it exists), ``dmidecode -t memory`` (as root, when it exists) and ``blkid -p`` per disk and
-partition (as root). Commands go through an injected ``run_command(argv) -> (rc, out, err)`` so
-the module can pass ``AnsibleModule.run_command`` and tests can pass real captured outputs.
+(when it exists), ``nvidia-smi nvlink -s`` (only when the XML lists two or more GPUs, not all in
+MIG mode: ``wants_nvlink_status``), ``dmidecode -t memory`` (as root, when it exists) and
+``blkid -p`` per disk and partition (as root). Commands go through an injected
+``run_command(argv) -> (rc, out, err)`` so the module can pass ``AnsibleModule.run_command`` and
+tests can pass real captured outputs.
 
-Nothing here fails for a missing GPU, driver, dmidecode, EDAC or for running unprivileged: the
-field is ``None`` (or the list empty) and, when something was tried and failed, a line is added
-to ``errors``. Unknown values are ``None``, never guessed.
+Nothing here fails for a missing GPU, driver, dmidecode or EDAC, for running unprivileged or for
+garbage in the tree: the field is ``None`` (or the list empty) and, when something was tried and
+failed, a line is added to ``errors``: a tool's exit status, a file that exists but cannot be
+read (permission denied), a garbled cpulist or /proc/cpuinfo number, a cpulist naming CPU ids
+above ``MAX_CPU_ID`` (refused before it is expanded). One odd GPU never drops the others.
+Unknown values are ``None``, never guessed.
 
 Keys beyond the contract (all optional for consumers): ``cpu.{cores_per_socket,
 threads_per_core, vendor_id, family, model_id, stepping}``, ``memory.{installed_mb, dimm_count,
