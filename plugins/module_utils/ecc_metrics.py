@@ -27,7 +27,7 @@ import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.edac import (
     detect_host, read_edac_sysfs)
-from ansible_collections.dlrack.node.plugins.module_utils.hostfs import write_atomic
+from ansible_collections.dlrack.node.plugins.module_utils.hostfs import read_uptime, write_atomic
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.parsers.nvidia_smi import parse_xml
 
@@ -398,14 +398,6 @@ def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=N
 # --------------------------------------------------------------------------------------------
 # node side: gather, write atomically
 # --------------------------------------------------------------------------------------------
-
-def read_uptime(root="/"):
-    try:
-        with open(os.path.join(root, "proc/uptime")) as handle:
-            return float(handle.read().split()[0])
-    except (IOError, OSError, ValueError, IndexError):
-        return None
-
 
 def gpus_from_nvidia_smi(command=None, xml_text=None, timeout=60):
     """(gpus, up): run ``nvidia-smi -q -x`` (or parse ``xml_text``). (None, None) without it."""

@@ -37,7 +37,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
     format_cpulist, parse_cpulist)
 from ansible_collections.dlrack.node.plugins.module_utils.hostfs import (
     READ_LIMIT, container_marker, listdir, natural_key, parse_cpuinfo, read_int, read_text,
-    readlink_base, under)
+    read_uptime, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import (
     ParseError, normalize_pci_bus_id, parse_export)
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmidecode as dmi_parser
@@ -686,15 +686,7 @@ def _virtualization(root, cpuinfo):
 
 
 def _gather_host(root, cpuinfo):
-    up = _read(_p(root, "/proc/uptime"))
-    uptime = None
-    if up:
-        try:
-            uptime = float(up.split()[0])
-        except (ValueError, IndexError):
-            uptime = None
-        if uptime is not None and not (0 <= uptime < float("inf")):
-            uptime = None  # 'nan', 'inf', negative: not an uptime
+    uptime = read_uptime(root)
     return {
         "hostname": _read(_p(root, "/proc/sys/kernel/hostname")),
         "kernel": _read(_p(root, "/proc/sys/kernel/osrelease")),

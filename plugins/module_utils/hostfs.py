@@ -8,6 +8,7 @@
   any other failure (permission denied, I/O error) is appended to ``errors`` when a list is
   given, so that running unprivileged never silently drops hardware.
 - ``parse_cpuinfo``: the fields of /proc/cpuinfo that the gatherer and the EDAC detection use.
+- ``read_uptime``: /proc/uptime in seconds (the gatherer and the ECC collector).
 - ``container_marker``: the container a root runs in (systemd / podman / docker markers).
 - ``write_atomic``: temp file in the same directory, fsync, rename.
 """
@@ -133,6 +134,17 @@ def parse_cpuinfo(text):
     if info["vendor_id"] is None:
         info["garbled"] = []  # not the x86 layout: POWER's "model" is the machine type, not a number
     return info
+
+
+def read_uptime(root="/"):
+    """Seconds since boot from /proc/uptime under ``root``; None when missing or not a finite,
+    non-negative number ('nan' and 'inf' parse as floats but are no uptime)."""
+    text = read_text(under(root, "/proc/uptime"), limit=256)
+    try:
+        value = float((text or "").split()[0])
+    except (ValueError, IndexError):
+        return None
+    return value if 0 <= value < float("inf") else None
 
 
 def container_marker(root="/"):
