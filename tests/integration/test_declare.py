@@ -8,6 +8,8 @@ import subprocess
 import pytest
 import yaml
 
+from realhost import h200_vm
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
@@ -71,3 +73,17 @@ def test_round_trip_preflight_matches_declared(inventory, tmp_path):
     matches = [f for f in host["findings"] if f["rule"] == "inventory.matches_declared"]
     assert host["rules"]["inventory.matches_declared"] == "pass", matches
     assert matches[0]["message"] == "gathered hardware matches the declaration"
+
+
+def test_declaration_of_a_captured_host(inventory, tmp_path):
+    """dlrack_hw_root: the h200-vm capture (its stand-in nvidia-smi under the tree) declared."""
+    root, _bin = h200_vm(tmp_path / "h200")
+    out = tmp_path / "declared"
+    run = playbook("declare.yml", inventory / "hosts.ini", "dlrack_hw_root=%s" % root, "dlrack_declare_dir=%s" % out)
+    assert run.returncode == 0, run.stdout
+    doc = yaml.safe_load((out / "localhost" / "dlrack_hw.yml").read_text())["dlrack_hw"]
+    (gpu,) = doc["gpus"]
+    assert (gpu["model"], gpu["memory_mb"], gpu["pci_bus_id"], gpu["ecc_enabled"]) == ("NVIDIA H200", 143771, "0000:00:06.0", True)
+    assert "uuid" not in gpu and "serial" not in gpu and "gen" not in gpu["pcie"]
+    assert (doc["cpu"]["cores"], doc["memory"]["total_mb"]) == (16, 128887)
+    assert [d["name"] for d in doc["disks"]] == ["vda", "vdb"] and "serial" not in doc["disks"][0]
