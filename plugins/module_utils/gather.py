@@ -94,8 +94,8 @@ def _cpulist(text, what=None, errors=None):
         bad = "character %r is not part of a cpulist" % odd.group(0)
     for num in ([] if bad else _NUMBER.findall(text)):
         if len(num) > 5 or int(num) > MAX_CPU_ID:
-            bad = "names CPU id %s, above the bound %d" % (num[:12] + ("..." if len(num) > 12 else ""),
-                                                         MAX_CPU_ID)
+            shown = num[:12] + ("..." if len(num) > 12 else "")
+            bad = "names CPU id %s, above the bound %d" % (shown, MAX_CPU_ID)
             break
     if bad is None:
         try:

@@ -32,6 +32,7 @@ NA_VALUES = frozenset(["", "n/a", "[n/a]", "na", "not supported", "[not supporte
                        "unknown error", "[unknown error]", "redacted", "not available",
                        "[insufficient permissions]", "insufficient permissions", "-"])
 
+
 def na(value):
     """Return None for the many ways tools print 'not available', else the stripped string."""
     if value is None:
