@@ -347,7 +347,7 @@ def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
                     inside = line[:4].lower() == ven
                     continue
                 if inside and not line.startswith("\t\t"):
-                    dev, _, name = line[1:].partition(" ")
+                    dev, dummy, name = line[1:].partition(" ")
                     if dev.lower() in want:
                         names["0x" + dev.lower()] = name.strip()
         return names

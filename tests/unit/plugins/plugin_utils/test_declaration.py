@@ -17,8 +17,6 @@ from ansible.errors import AnsibleFilterError
 from testpaths import sysfs_tree
 from realhost import h200_vm
 
-import os
-
 PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
                  "memory.installed_mb, ...) must be valid in a declaration; until it merges the strict "
                  "check calls the declaration malformed")
