@@ -14,6 +14,8 @@ version_added: 0.1.0
 description:
   - The same rule engine as the C(preflight_report) action, for one host, inside a template or
     C(set_fact). Returns C({status, findings, rules, hw, provenance}).
+  - Bad input never raises; a malformed document or setting becomes C(inventory.schema) error
+    findings naming the field and what is expected.
 positional: profile
 options:
   _input:
@@ -35,7 +37,10 @@ options:
     description: Threshold overrides (see the rules table).
     type: dict
   severity:
-    description: Per-rule severity overrides (error, warning, info, off).
+    description:
+      - Per-rule severity overrides. C(error) or C(warning) set what a failing rule reports;
+        C(info) lists its findings as information only (never failing or warning the host);
+        C(off) does not run or report the rule.
     type: dict
   workload:
     description: Workload, when not part of the document.
@@ -58,15 +63,12 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import ConfigError, evaluate_host
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_host
 
 
 def hw_validate(hw, profile="training", host="host", declared=None, thresholds=None, severity=None, workload=None):
-    try:
-        return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
-                             severity=severity, workload=workload)
-    except ConfigError as exc:
-        raise AnsibleFilterError(str(exc))
+    return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
+                         severity=severity, workload=workload)
 
 
 def hw_normalize(hw):

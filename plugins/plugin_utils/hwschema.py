@@ -168,9 +168,11 @@ class Problem(object):
         self.unknown_key = unknown_key
 
     def message(self):
+        where = self.path if self.path.startswith("dlrack_") else "dlrack_hw." + self.path
+        where = "dlrack_hw" if self.path == "(document)" else where
         if self.unknown_key:
-            return "dlrack_hw.%s: unknown key; expected one of %s" % (self.path, self.expected)
-        return "dlrack_hw.%s: expected %s, got %s" % (self.path, self.expected, describe(self.found))
+            return "%s: unknown key; expected one of %s" % (where, self.expected)
+        return "%s: expected %s, got %s" % (where, self.expected, describe(self.found))
 
     def observed(self):
         """``found`` as a report can hold it: small plain scalars as they are, the rest described."""
@@ -180,13 +182,29 @@ class Problem(object):
         return "Problem(%s)" % self.message()
 
 
+class Unresolved(object):
+    """Stands for an inventory variable that Ansible could not template (an undefined variable in it):
+    the controller reads it as this marker instead of failing the whole run."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = str(error).strip().splitlines()[0][:200] if str(error).strip() else "undefined"
+
+    def __repr__(self):
+        return "Unresolved(%r)" % self.error
+
+
 def is_undefined(value):
-    """A Jinja2/Ansible undefined value (its comparisons and truth test raise)."""
-    return any(c.__name__.endswith("Undefined") or c.__name__ == "Marker" for c in type(value).__mro__)
+    """An Unresolved marker or a Jinja2/Ansible undefined value (whose comparisons and truth test raise)."""
+    return isinstance(value, Unresolved) or any(
+        c.__name__.endswith("Undefined") or c.__name__ == "Marker" for c in type(value).__mro__)
 
 
 def describe(value):
     """Short, safe text for any value, naming the usual causes of bad inventory values."""
+    if isinstance(value, Unresolved):
+        return "a value Ansible could not template (%s)" % value.error
     if is_undefined(value):
         return "an undefined variable (%s)" % _safe_repr(getattr(value, "_undefined_name", None) or "?")
     if isinstance(value, bool) or value is None:

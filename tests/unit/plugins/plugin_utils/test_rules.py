@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import (
-    RULE_IDS, ConfigError, evaluate_fleet, evaluate_host, resolve_settings)
+    RULE_IDS, evaluate_fleet, evaluate_host, resolve_settings)
 
 from hwdocs import GATHERED, GOOD  # noqa: E402  (shared documents, tests/hwdocs.py)
 
@@ -206,7 +206,7 @@ def test_no_gpu_host_gets_honest_findings():
     ({"schema": 1, "source": "declared", "gpus": [{"memory_mb": -1}]}, "gpus[0].memory_mb"),
     ({"schema": 1, "source": "declared", "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-x"}]}}, "cpu.numa_nodes[0].cpus"),
     ({"schema": 2, "source": "declared"}, "schema"),
-    ("not a mapping", "(document)"),
+    ("not a mapping", "dlrack_hw: expected a mapping"),
 ])
 def test_malformed_input_names_host_and_field(doc, path):
     res = evaluate_host("gpu-x01", doc)
@@ -217,15 +217,18 @@ def test_malformed_input_names_host_and_field(doc, path):
 
 
 def test_settings_errors_name_host_and_setting():
-    with pytest.raises(ConfigError, match="host h: dlrack_profile 'gaming'"):
-        resolve_settings("h", "gaming")
-    with pytest.raises(ConfigError, match="dlrack_thresholds.cores_per_gpu is not a threshold"):
-        resolve_settings("h", "training", {"cores_per_gpu": 4})
-    with pytest.raises(ConfigError, match="dlrack_severity.memory.ecc must be one of"):
-        resolve_settings("h", "training", None, {"memory.ecc": "fatal"})
+    assert "dlrack_profile" in resolve_settings("gaming")[2][0].message()
+    assert "dlrack_thresholds.cores_per_gpu" in resolve_settings("training", {"cores_per_gpu": 4})[2][0].message()
+    msg = resolve_settings("training", None, {"memory.ecc": "fatal"})[2][0].message()
+    assert "dlrack_severity.memory.ecc" in msg and "one of error, warning, info, off" in msg
     results, summary = evaluate_fleet({"h": {"hw": GOOD, "profile": "gaming"}, "ok": {"hw": GOOD}})
     assert results["h"]["status"] == "fail" and results["ok"]["status"] == "pass"
     assert summary["fail"] == 1 and summary["pass"] == 1
+    bad = [f for f in results["h"]["findings"] if f["severity"] == "error"]
+    assert [f["rule"] for f in bad] == ["inventory.schema"]
+    assert "host h: dlrack_hw.dlrack_profile" not in bad[0]["message"] and "dlrack_profile" in bad[0]["message"]
+    # the other rules still judged the host with the training profile
+    assert results["h"]["rules"]["memory.exceeds_vram"] == "pass"
 
 
 def test_profiles_and_overrides_change_severity():
