@@ -206,7 +206,7 @@ def describe(value):
     if isinstance(value, Unresolved):
         return "a value Ansible could not template (%s)" % value.error
     if is_undefined(value):
-        return "an undefined variable (%s)" % _safe_repr(getattr(value, "_undefined_name", None) or "?")
+        return "an undefined variable (%s)" % str(getattr(value, "_undefined_name", None) or "?")[:60]
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int) and abs(value) >= 1 << 64:
