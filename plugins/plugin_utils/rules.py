@@ -890,6 +890,5 @@ def evaluate_fleet(hosts):
     host gets a result whatever its inputs."""
     results = {}
     for name in sorted(hosts, key=str):
-        kwargs = hosts[name] if isinstance(hosts[name], dict) else {"hw": hosts[name]}
-        results[name] = evaluate_host(name, **kwargs)
+        results[name] = evaluate_host(name, **hosts[name])
     return results, summarize(results)
