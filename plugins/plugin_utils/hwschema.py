@@ -93,6 +93,7 @@ _PCIE_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int(
                 "gen_host_max": _int("gen"), "speed": "data", "speed_max": "data"}
 _GPU_FIELDS = {
     "index": _int("gpu_index"),
+    "smi_index": _int("gpu_index"),
     "uuid": "str",
     "model": "str",
     "memory_mb": _int("gpu_memory_mb"),
@@ -128,6 +129,7 @@ _DISK_FIELDS = {
     "wwn": "str",
     "rotational": "bool",
     "read_only": "bool",
+    "role": ("enum", ("system", "read_only", "small", "removable", "data")),
     "in_use": ("dict", _IN_USE_FIELDS),
     "count": _int("disk_count"),
     "removable": "data",

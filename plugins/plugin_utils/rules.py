@@ -542,11 +542,15 @@ def _check_ecc_errors(ctx):
 _IMAGE_FS = ("squashfs", "iso9660", "erofs", "udf", "cramfs")
 
 
+_ROLES = {"system": "system disk", "read_only": "read-only", "small": "small", "removable": "removable"}
+
+
 def _not_data_disk(disk, min_bytes):
-    """Why a disk is not a local data disk, or None when it is one."""
+    """Why a disk is not a local data disk, or None when it is one. hw_facts' own verdict (``role``)
+    is taken as it is; the same rules apply to declared entries and older gathered documents."""
     in_use = disk.get("in_use") or {}
-    image = [s for s in in_use.get("signatures") or [] if s in _IMAGE_FS]
-    if in_use.get("system"):
+    image = [s.split(":")[-1] for s in in_use.get("signatures") or [] if s.split(":")[-1] in _IMAGE_FS]
+    if in_use.get("system") or disk.get("role") == "system":
         return "system disk"
     if disk.get("read_only") or image:
         return "read-only%s" % (" " + image[0] if image else "")
@@ -555,7 +559,9 @@ def _not_data_disk(disk, min_bytes):
     size = disk.get("size_bytes")
     if size is not None and size < min_bytes:
         return "%.1f GB, below %g GB" % (size / 1e9, min_bytes / 1e9)
-    if disk.get("kind") is None:
+    if disk.get("role") in _ROLES:
+        return _ROLES[disk["role"]]
+    if disk.get("kind") is None and disk.get("transport") != "virtio":
         return "kind unknown"
     return None
 
@@ -572,7 +578,7 @@ def classify_disks(hw, min_gb):
         why = _not_data_disk(disk, min_gb * 1e9)
         if why:
             out["excluded"].append((disk, why))
-        elif disk.get("transport") == "virtio" and disk["kind"] != "nvme":
+        elif disk.get("transport") == "virtio" and disk.get("kind") != "nvme":
             out["virtual"].append(disk)
         else:
             out[disk["kind"]].append(disk)

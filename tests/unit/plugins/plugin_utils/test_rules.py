@@ -611,9 +611,10 @@ def test_h200_vm_storage_rules_agree():
     assert _schema_errors(res) == []
 
 
-def test_h200_vm_with_a_data_volume():
+@pytest.mark.parametrize("kind", ["hdd", None])       # virtio: rotational=1 means nothing, hw_facts says None
+def test_h200_vm_with_a_data_volume(kind):
     hw = copy.deepcopy(H200_VM)
-    hw["disks"].append(_vm_disk("vdc", 2 * 10 ** 12, [], False, "data"))
+    hw["disks"].append(dict(_vm_disk("vdc", 2 * 10 ** 12, [], False, "data"), kind=kind))
     res = evaluate_host("h200", hw)
     hot = _by_rule(res, "storage.nvme_hot_cache")[0]
     assert hot["severity"] == "warning" and hot["observed"] == "1 virtual disk(s), no data NVMe"
@@ -627,6 +628,9 @@ def test_h200_vm_with_a_data_volume():
     ({"kind": "nvme", "size_bytes": 8 * 10 ** 9 - 1}, "8.0 GB, below 8 GB"),
     ({"size_bytes": 10 ** 12}, "kind unknown"),
     ({"kind": "nvme", "size_bytes": 10 ** 12, "in_use": {"system": True}}, "system disk"),
+    ({"kind": "hdd", "size_bytes": 10 ** 13, "in_use": {"signatures": ["vdb:squashfs"]}}, "read-only squashfs"),
+    ({"kind": "ssd", "size_bytes": 10 ** 12, "role": "removable"}, "removable"),     # hw_facts' own verdict
+    ({"kind": "ssd", "size_bytes": 10 ** 12, "role": "system"}, "system disk"),
 ])
 def test_what_is_not_a_data_disk(disk, why):
     clean, problems = check_hw({"source": "declared", "disks": [disk]})
