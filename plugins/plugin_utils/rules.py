@@ -227,6 +227,7 @@ class _Ctx(object):
         self.hw = self.th = self.declared = self.workload = self.archive = None
         self.notes = {}
         self.problems = []          # (Problem, remedy) for inventory.schema
+        self._disks = None
 
     def report(self, rule_id, level, observed, required, message, remedy=None):
         """``level``: pass (info), fail (the rule's severity) or warn (cannot verify / below the
@@ -238,6 +239,12 @@ class _Ctx(object):
             "rule": rule_id, "severity": "info" if level == "pass" else _CAP[configured][level],
             "observed": observed, "required": required, "message": message,
             "remedy": None if level == "pass" else remedy})
+
+    def disks(self):
+        """The host's disks by classify_disks, computed once for both storage rules."""
+        if self._disks is None:
+            self._disks = classify_disks(self.hw, self.th["data_disk_min_gb"])
+        return self._disks
 
     def skip(self, rule_id, message):
         if self.sev[rule_id] != "off":
@@ -574,14 +581,18 @@ def classify_disks(hw, min_gb):
     media, devices below ``min_gb`` and disks of unknown kind are excluded; virtio disks are
     "virtual" (the medium behind the hypervisor is unknown: rotational=1 there means nothing)."""
     out = {"nvme": [], "ssd": [], "hdd": [], "virtual": [], "excluded": []}
+    verdicts = {}       # identical declared disks share one entry: judge it once
     for disk in hw["disks"] or []:
-        why = _not_data_disk(disk, min_gb * 1e9)
-        if why:
-            out["excluded"].append((disk, why))
-        elif disk.get("transport") == "virtio" and disk.get("kind") != "nvme":
-            out["virtual"].append(disk)
-        else:
-            out[disk["kind"]].append(disk)
+        verdict = verdicts.get(id(disk))
+        if verdict is None:
+            why = _not_data_disk(disk, min_gb * 1e9)
+            if why:
+                verdict = verdicts[id(disk)] = ("excluded", why)
+            elif disk.get("transport") == "virtio" and disk.get("kind") != "nvme":
+                verdict = verdicts[id(disk)] = ("virtual", None)
+            else:
+                verdict = verdicts[id(disk)] = (disk["kind"], None)
+        out[verdict[0]].append((disk, verdict[1]) if verdict[1] else disk)
     return out
 
 
@@ -595,7 +606,7 @@ def _check_hot_cache(ctx):
         ctx.report("storage.nvme_hot_cache", "warn", None, ">= 1 NVMe", "disks are not declared",
                    "declare dlrack_hw.disks")
         return
-    disks = classify_disks(ctx.hw, ctx.th["data_disk_min_gb"])
+    disks = ctx.disks()
     others = [(len(disks[k]), label) for k, label in
               (("ssd", "SATA/SAS SSD"), ("hdd", "HDD"), ("virtual", "virtual disk(s)")) if disks[k]]
     system_nvme = [d for d, why in disks["excluded"] if d.get("kind") == "nvme" and why == "system disk"]
@@ -619,7 +630,7 @@ def _check_cold_archive(ctx):
         ctx.report("storage.hdd_cold_archive", "warn", None, "an HDD array", "disks are not declared",
                    "declare dlrack_hw.disks or dlrack_external_archive")
         return
-    hdds = classify_disks(ctx.hw, ctx.th["data_disk_min_gb"])["hdd"] if ctx.hw["disks"] else []
+    hdds = ctx.disks()["hdd"]
     if hdds:
         ctx.report("storage.hdd_cold_archive", "pass", "%d HDD" % len(hdds), "an HDD array",
                    "%d HDD(s) for the cold archive" % len(hdds))
