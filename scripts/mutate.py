@@ -125,8 +125,10 @@ def mutate_file(path, sample, jobs):
                 target = os.path.join(tree, "src", rel)
                 with open(target, "w") as fh:
                     fh.write(mutated)
-                return {"line": mid.line_number + 1, "change": _diff(source, mutated),
-                        "result": run_tests(tree, test, timeout)}
+                res = {"line": mid.line_number + 1, "change": _diff(source, mutated),
+                       "result": run_tests(tree, test, timeout)}
+                sys.stderr.write("%s line %d: %s\n" % (rel, res["line"], res["result"]))
+                return res
             finally:
                 with open(os.path.join(tree, "src", rel), "w") as fh:
                     fh.write(source)
