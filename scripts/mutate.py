@@ -98,7 +98,10 @@ def run_tests(tree, test, timeout):
                               stderr=subprocess.STDOUT, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "killed (timeout)"
-    return "survived" if proc.returncode == 0 else "killed"
+    if proc.returncode == 0:
+        return "survived"
+    failed = [line for line in proc.stdout.decode("utf-8", "replace").splitlines() if line.startswith(("FAILED", "ERROR"))]
+    return "killed" + (" by " + failed[0].split(" ", 1)[1].split(" - ")[0] if failed else " (rc %d)" % proc.returncode)
 
 
 def _diff(source, mutated):
