@@ -485,7 +485,7 @@ def test_workload_kinds_and_sources():
     assert res["rules"]["gpu.vram_for_workload"] == "skip"
     res = evaluate_host("x", doc, workload={"model_params_b": 1}, thresholds={"workload_bytes_per_param": {
         "full_finetune": 100}})
-    assert _sev(res, "gpu.vram_for_workload") == ["error"]
+    assert _sev(res, "gpu.vram_for_workload") == ["error"] and _schema_errors(res) == []
 
 
 @pytest.mark.parametrize("controllers,expected", [(0, "warning"), (1, "info"), (24, "info")])
@@ -761,3 +761,23 @@ def test_fleet_property_every_host_gets_a_finite_verdict(fleet):
             assert res["status"] == "fail"
             assert all(f["message"].startswith("host %s: " % name) for f in _by_rule(res, "inventory.schema"))
     json.dumps([results, summary], allow_nan=False)
+
+
+@pytest.mark.parametrize("key,lowest,highest", [
+    ("min_gpus", 0, 128), ("recommended_cores_per_gpu", 0, 1024), ("pcie_lanes_per_gpu", 0, 64),
+    ("ram_to_vram_min", 0, 100), ("ram_to_vram_recommended", 0, 100), ("large_model_params_b", 0, 1e6),
+    ("large_model_min_vram_gb", 0, 1e6), ("workload_overhead", 1, 100), ("ram_match_tolerance_pct", 0, 100),
+    ("ecc_corrected_budget_24h", 0, 1e9), ("data_disk_min_gb", 0, 1e6)])
+def test_threshold_bounds(key, lowest, highest):
+    for value, ok in ((lowest, True), (highest, True), (lowest - 1, False), (highest + 1, False)):
+        th, _, problems = resolve_settings("training", {key: value})
+        assert (problems == [] and th[key] == value) if ok else (
+            [p.path for p in problems] == ["dlrack_thresholds." + key] and th[key] == DEFAULT_THRESHOLDS[key])
+
+
+@pytest.mark.parametrize("value,ok", [(0, False), (0.5, True), (1024, True), (1025, False)])
+def test_bytes_per_param_bounds(value, ok):
+    for kind in ("full_finetune", "pretrain", "lora", "inference"):
+        th, _, problems = resolve_settings("training", {"workload_bytes_per_param": {kind: value}})
+        assert (problems == []) is ok
+        assert th["workload_bytes_per_param"][kind] == (value if ok else DEFAULT_THRESHOLDS["workload_bytes_per_param"][kind])
