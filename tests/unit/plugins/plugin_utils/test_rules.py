@@ -781,3 +781,44 @@ def test_bytes_per_param_bounds(value, ok):
         th, _, problems = resolve_settings("training", {"workload_bytes_per_param": {kind: value}})
         assert (problems == []) is ok
         assert th["workload_bytes_per_param"][kind] == (value if ok else DEFAULT_THRESHOLDS["workload_bytes_per_param"][kind])
+
+
+def test_catalogue_provenance_is_named():
+    res = evaluate_host("x", GOOD)
+    assert res["hw"]["cpu"]["threads"] == 224 and res["hw"]["cpu"]["vendor"] == "intel"
+    assert res["provenance"]["cpu.cores"] == res["provenance"]["cpu.threads"] == "catalogue: Intel Xeon Platinum 8480+ x 2"
+    assert res["provenance"]["cpu.pcie_lanes"] == "catalogue: 2 x 80 lanes per socket (Intel Xeon Platinum 8480+)"
+    res = evaluate_host("x", _hw(cpu__sockets=None))
+    assert res["provenance"]["cpu.sockets"] == "assumed 1 socket (not declared)" and res["hw"]["cpu"]["cores"] == 56
+    res = evaluate_host("x", _hw(cpu__threads=200, cpu__cores=100, cpu__vendor="other"))
+    assert "cpu.threads" not in res["provenance"] and res["hw"]["cpu"]["vendor"] == "other"
+
+
+def test_schema_pass_finding():
+    doc = _hw()
+    del doc["schema"]
+    f = _by_rule(evaluate_host("x", doc), "inventory.schema")[0]
+    assert (f["severity"], f["observed"], f["required"]) == ("info", "schema 1", "schema 1")
+    assert f["message"] == "declared hardware description is well formed"
+
+
+def test_ambiguous_cpu_model(monkeypatch):
+    from ansible_collections.dlrack.node.plugins.plugin_utils import rules as rules_mod
+    real = rules_mod._lookup
+    amb = {"ambiguous": True, "model": None, "candidates": ["Acme A1", "Acme A2"]}
+    monkeypatch.setattr(rules_mod, "_lookup", lambda kind, name: amb if kind == "cpu" else real(kind, name))
+    res = evaluate_host("x", _hw(cpu__model="Acme A", cpu__cores=128, cpu__pcie_lanes=256))
+    f = [f for f in _by_rule(res, "inventory.schema") if f["severity"] == "warning"][0]
+    assert f["observed"] == "Acme A" and f["required"] == "one of: Acme A1, Acme A2"
+    assert f["message"] == ("host x: cpu.model is ambiguous in the catalogue (Acme A1, Acme A2); figures that differ "
+                            "between them are unknown") and f["remedy"] == "declare the exact model, e.g. 'Acme A1'"
+
+
+def test_unknown_gpu_memory_says_why():
+    res = evaluate_host("x", _hw(gpus=[{"pci_bus_id": "0000:01:00.0"}], workload=None))
+    assert "GPU model unknown" in _by_rule(res, "memory.exceeds_vram")[0]["message"]
+    res = evaluate_host("x", _hw(gpus=[{"model": "Acme X"}], workload=None))
+    assert _by_rule(res, "memory.exceeds_vram")[0]["message"] == \
+        "cannot verify: GPU memory (model 'Acme X' not in the catalogue) unknown"
+    res = evaluate_host("x", _hw(memory__total_mb=None))
+    assert _by_rule(res, "memory.exceeds_vram")[0]["message"] == "cannot verify: system RAM unknown"
