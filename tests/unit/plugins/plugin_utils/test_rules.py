@@ -822,3 +822,33 @@ def test_unknown_gpu_memory_says_why():
         "cannot verify: GPU memory (model 'Acme X' not in the catalogue) unknown"
     res = evaluate_host("x", _hw(memory__total_mb=None))
     assert _by_rule(res, "memory.exceeds_vram")[0]["message"] == "cannot verify: system RAM unknown"
+
+
+def test_memory_messages_pinned():
+    f = _by_rule(evaluate_host("x", GOOD), "memory.exceeds_vram")[0]
+    assert f["message"] == "system RAM 3072 GiB is 2.7x GPU memory 1123 GiB" and f["required"] == ">= 2246 GiB"
+    f = _by_rule(evaluate_host("x", _hw(memory__ecc="none")), "memory.ecc")[0]
+    assert (f["observed"], f["required"]) == ("none", "ECC")
+    f = _by_rule(evaluate_host("x", _hw(memory__ecc=None)), "memory.ecc")[0]
+    assert (f["severity"], f["observed"]) == ("warning", "unknown")
+
+
+def test_edac_observed_values():
+    hw = copy.deepcopy(GATHERED)          # ECC DIMMs, no EDAC driver
+    assert _by_rule(evaluate_host("d", hw), "memory.edac_active")[0]["observed"] == "none loaded"
+    hw["memory"]["ecc"] = "single-bit"
+    assert _by_rule(evaluate_host("d", hw), "memory.edac_active")[0]["observed"] == "none loaded"
+    hw["memory"]["ecc"] = "unknown"
+    assert _by_rule(evaluate_host("d", hw), "memory.edac_active")[0]["observed"] == "no EDAC"
+    hw["memory"].update(ecc="multi-bit", edac={"driver": "skx_edac", "controllers": 1, "corrected": 0, "uncorrected": 0})
+    assert _by_rule(evaluate_host("d", hw), "memory.edac_active")[0]["message"] == \
+        "EDAC driver skx_edac reports 1 memory controller(s)"
+    hw["memory"]["edac"]["controllers"] = None
+    assert _by_rule(evaluate_host("d", hw), "memory.edac_active")[0]["observed"] == "none loaded"
+
+
+@pytest.mark.parametrize("fs", ["squashfs", "iso9660", "erofs", "udf", "cramfs"])
+def test_read_only_images_are_not_data_disks(fs):
+    clean, _ = check_hw({"source": "declared", "disks": [{"kind": "hdd", "size_bytes": 10 ** 13,
+                                                          "in_use": {"signatures": ["sdb:" + fs]}}]})
+    assert [w for _, w in classify_disks(clean, 8)["excluded"]] == ["read-only " + fs]
