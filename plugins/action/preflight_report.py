@@ -6,9 +6,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
@@ -16,7 +19,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
-    "report_dir": {"type": "path"},
+    "report_dir": {"type": "str"},
     "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
     "drift": {"type": "dict"},
     "drift_file": {"type": "path"},
@@ -24,13 +27,16 @@ _SPEC = {
     "select_only": {"type": "bool", "default": False},
     "gather": {"type": "bool", "default": False},
     "use_fact_cache": {"type": "bool", "default": False},
+    "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
 }
+
+display = Display()
 
 
 # The role fills these options from run-wide variables: an error names both.
 _VARIABLES = {"report_dir": "dlrack_report_dir", "fail_on": "dlrack_fail_on", "gather": "dlrack_gather",
               "use_fact_cache": "dlrack_use_fact_cache", "drift_file": "dlrack_drift_file",
-              "report_prefix": "dlrack_report_prefix"}
+              "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings"}
 
 
 def _settings_error(messages):
@@ -47,8 +53,8 @@ def _validated_args(task_args):
         raise _settings_error(validation.error_messages)
     args = validation.validated_parameters
     if not args["select_only"] and args["report_dir"] is not None and not args["report_dir"].strip():
-        raise _settings_error(["report_dir is empty: set dlrack_report_dir to a directory, or leave it "
-                               "undefined for ./reports"])
+        raise _settings_error(["dlrack_report_dir is empty: set it to the directory where the reports go "
+                               "(e.g. -e dlrack_report_dir=reports)"])
     return args
 
 
@@ -86,6 +92,10 @@ class ActionModule(ActionBase):
                 ((h, variables[h]) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
             result["changed"] = False
             return result
+        report_dir = args.get("report_dir")
+        if report_dir is not None:
+            # (an empty one was refused by _validated_args: a mistake, never "no report")
+            report_dir = os.path.expanduser(os.path.expandvars(report_dir))
         inputs = {}
         for host in args["hosts"]:
             inputs[host] = collect_host_inputs(host, variables[host])
@@ -95,8 +105,14 @@ class ActionModule(ActionBase):
                 drift = load_drift(args["drift_file"], args["hosts"])
             except DriftFileError as exc:
                 raise AnsibleActionFail(str(exc))
-        out = run_preflight(inputs, report_dir=args["report_dir"], fail_on=args["fail_on"], drift=drift,
-                            prefix=args["report_prefix"])
-        result.update(out)
+        out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
+                            prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])
         result["changed"] = False
+        if out.get("report_error"):
+            # The verdicts exist even though the files do not: print them, then fail naming the path
+            # (without dumping the whole fleet's result a second time).
+            display.display(out["text"])
+            result.update(failed=True, msg=out["report_error"], failed_hosts=out["failed_hosts"])
+            return result
+        result.update(out)
         return result

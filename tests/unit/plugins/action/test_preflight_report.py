@@ -55,9 +55,10 @@ def _args(**kw):
 
 @pytest.mark.parametrize("args,names", [
     (_args(fail_on="sometimes"), "fail_on (variable dlrack_fail_on)"),
-    (_args(report_dir=""), "report_dir is empty: set dlrack_report_dir"),
+    (_args(report_dir=""), "dlrack_report_dir is empty: set it to the directory"),
     (_args(report_dir="  "), "report_dir (variable dlrack_report_dir)"),
     (_args(gather="maybe"), "gather (variable dlrack_gather)"),
+    (_args(junit_warnings="loud"), "junit_warnings (variable dlrack_junit_warnings)"),
 ])
 def test_bad_run_wide_settings_are_one_clear_error(args, names):
     with pytest.raises(AnsibleActionFail) as exc:
