@@ -64,7 +64,7 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
         lo = _number(lo_s)
         hi = _number(hi_s) if "-" in part else lo
         if lo is None or hi is None:
-            raise CpuListError("bad cpu id or range %r in cpulist %r" % (part, text))
+            raise CpuListError("bad %s %r in cpulist %r" % ("range" if "-" in part else "cpu id", part, text))
         if hi < lo:
             raise CpuListError("descending range %r in cpulist %r" % (part, text))
         if hi >= max_cpus:

@@ -211,6 +211,8 @@ def describe(value):
         return "an undefined variable (%s)" % str(getattr(value, "_undefined_name", None) or "?")[:60]
     if isinstance(value, bool) or value is None:
         return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "%r (a non-finite number)" % value
     if isinstance(value, int) and abs(value) >= 1 << 64:
         return "an integer of about %d digits" % int(value.bit_length() * 0.30103 + 1)
     text = _safe_repr(value)

@@ -93,7 +93,7 @@ def test_yaml_file_round_trips(h200):
 
 def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):
     decl = declaration_from_gathered(esc)
-    th = resolve_settings("esc", "training", None, None)[0]
+    th = resolve_settings("training")[0]
     dclean = check_hw(decl)[0]
     assert compare_declared(dclean, check_hw(esc)[0], th) == []
     worse = copy.deepcopy(esc)
