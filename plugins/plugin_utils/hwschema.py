@@ -88,6 +88,7 @@ _MEMORY_FIELDS = {
     "edac": ("dict", _EDAC_FIELDS),
     "dimms": "data",
     "dimm_count": _int("dimm_count"),
+    "installed_mb": _int("total_mb"),
 }
 _PCIE_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen"),
                 "gen_host_max": _int("gen"), "speed": "data", "speed_max": "data"}
