@@ -852,3 +852,30 @@ def test_read_only_images_are_not_data_disks(fs):
     clean, _ = check_hw({"source": "declared", "disks": [{"kind": "hdd", "size_bytes": 10 ** 13,
                                                           "in_use": {"signatures": ["sdb:" + fs]}}]})
     assert [w for _, w in classify_disks(clean, 8)["excluded"]] == ["read-only " + fs]
+
+
+def test_defaults_and_fleet_summary_counts():
+    th, sev, problems = resolve_settings()
+    assert problems == [] and th["recommended_cores_per_gpu"] == 8 and sev["storage.hdd_cold_archive"] == "warning"
+    results, summary = evaluate_fleet({"a": {"hw": GOOD}, "b": {"hw": _hw(memory__ecc="none")},
+                                       "c": {"hw": _hw(memory__total_mb=1536 * 1024)}})
+    assert (summary["hosts"], summary["pass"], summary["warn"], summary["fail"], summary["status"]) == (3, 1, 1, 1, "fail")
+    assert summary["rules"]["memory.ecc"] == {"fail": 1, "warn": 0, "pass": 2, "skip": 0}
+    assert summary["rules"]["memory.exceeds_vram"] == {"fail": 0, "warn": 1, "pass": 2, "skip": 0}
+    assert summary["rules"]["gpu.pcie_link"] == {"fail": 0, "warn": 0, "pass": 0, "skip": 3}
+
+
+def test_required_values_pinned():
+    hw = copy.deepcopy(GATHERED)
+    assert _by_rule(evaluate_host("d", hw), "gpu.ecc_mode")[0]["required"] == "enabled"
+    f = _by_rule(evaluate_host("x", GOOD), "gpu.interconnect")[0]
+    assert (f["observed"], f["required"]) == ("NVLink-capable model", "NVLink/NVSwitch")
+    res = evaluate_host("x", _hw(disks=[{"size_bytes": 10 ** 6}]))
+    assert _by_rule(res, "storage.nvme_hot_cache")[0]["observed"] == "no data disk (disk: 0.0 GB, below 8 GB)"
+
+
+def test_declared_small_disks_still_count_in_the_declaration():
+    declared = {"source": "declared", "gpus": {"model": "NVIDIA RTX 6000 Ada Generation", "count": 4},
+                "disks": [{"kind": "nvme", "size_bytes": 5 * 10 ** 8, "count": 16}]}
+    res = evaluate_host("d", copy.deepcopy(GATHERED), declared=declared)
+    assert _sev(res, "inventory.matches_declared") == ["info"]
