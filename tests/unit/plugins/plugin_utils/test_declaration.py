@@ -19,10 +19,6 @@ from realhost import h200_vm
 
 import os
 
-PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
-                 "memory.installed_mb, ...) must be valid in a declaration; until it merges the strict "
-                 "check calls the declaration malformed")
-
 
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory):
@@ -103,7 +99,6 @@ def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):
     assert ("gpus.count", 4, 3) in diffs and ("memory.total_mb", 386606, 193303) in diffs
 
 
-@pytest.mark.xfail(reason=PENDING_RULES, strict=False)
 @pytest.mark.parametrize("which", ["h200", "esc"])
 def test_round_trip_matches_declared(which, h200, esc):
     gathered = {"h200": h200, "esc": esc}[which]
