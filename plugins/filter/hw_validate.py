@@ -11,15 +11,12 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import ConfigError, evaluate_host
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_host
 
 
 def hw_validate(hw, profile="training", host="host", declared=None, thresholds=None, severity=None, workload=None):
-    try:
-        return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
-                             severity=severity, workload=workload)
-    except ConfigError as exc:
-        raise AnsibleFilterError(str(exc))
+    return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
+                         severity=severity, workload=workload)
 
 
 def hw_normalize(hw):
