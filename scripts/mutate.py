@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Mutation testing of one or more source files against their own unit tests (`make mutate`).
 
 Uses mutmut's mutation operators (mutmut 2.5.1, installed into .venv on demand by `make mutate`,
@@ -55,7 +54,7 @@ def is_message_mutant(original, mutated):
     if old is None or new is None or len(old) != len(new):
         return False
     changed = [(a, b) for a, b in zip(old, new) if a != b]
-    return bool(changed) and all(a[0] == tokenize.STRING and " " in a[1] for a, _ in changed)
+    return bool(changed) and all(a[0] == tokenize.STRING and " " in a[1] for a, dummy in changed)
 
 
 def pick_mutants(rel, sample):
@@ -70,7 +69,7 @@ def pick_mutants(rel, sample):
     for i in range(min(sample, len(ids))):
         pos = max(pos, int(i * len(ids) / min(sample, len(ids))))
         while pos < len(ids):
-            mutated, _ = mutate(Context(source=source, mutation_id=ids[pos], filename=rel))
+            mutated, dummy = mutate(Context(source=source, mutation_id=ids[pos], filename=rel))
             pos += 1
             if not is_message_mutant(source, mutated):
                 chosen.append((ids[pos - 1], mutated))
@@ -95,7 +94,7 @@ def run_tests(tree, test, timeout):
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", DESELECT, test]
     try:
         proc = subprocess.run(cmd, cwd=os.path.join(tree, "src"), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout)
+                              stderr=subprocess.STDOUT, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return "killed (timeout)"
     if proc.returncode == 0:
@@ -113,7 +112,7 @@ def _diff(source, mutated):
 def mutate_file(path, sample, jobs):
     rel, test = tests_for(path)
     source, chosen, messages, total = pick_mutants(rel, sample)
-    trees = [make_tree() for _ in range(max(1, jobs))]
+    trees = [make_tree() for dummy in range(max(1, jobs))]
     try:
         t0 = time.time()
         if run_tests(trees[0], test, 600) != "survived":
@@ -149,7 +148,7 @@ def mutate_file(path, sample, jobs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("files", nargs="*", default=list(DEFAULT_FILES))
     parser.add_argument("--sample", type=int, default=150, help="mutants per file, evenly spread (default 150)")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")

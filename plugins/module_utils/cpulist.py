@@ -56,11 +56,11 @@ def parse_cpulist(text, max_cpus=MAX_CPUS):
             raise CpuListError("empty element in cpulist %r" % text)
         stride = 1
         if ":" in part:
-            part, _, stride_s = part.partition(":")
+            part, dummy, stride_s = part.partition(":")
             stride = _number(stride_s)
             if not stride:
                 raise CpuListError("bad stride in cpulist %r" % text)
-        lo_s, _, hi_s = part.partition("-")
+        lo_s, dummy, hi_s = part.partition("-")
         lo = _number(lo_s)
         hi = _number(hi_s) if "-" in part else lo
         if lo is None or hi is None:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import (  # noqa: F401  (re-exported)
+from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import (  # noqa: F401  (re-exported)  # pylint: disable=unused-import
     DEFAULT_BUDGET_24H, RULE, assess_ecc, is_count as _is_count, status_from_findings)
 from ansible_collections.dlrack.node.plugins.module_utils.edac import (
     detect_host, read_edac_sysfs)

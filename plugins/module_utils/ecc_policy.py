@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 RULE = "memory.ecc_errors"
 DEFAULT_BUDGET_24H = 9          # NHC's mcelog default: 9 corrected errors per 24 h
 DAY = 86400.0
@@ -31,7 +33,7 @@ def _budget(budget_24h):
         budget = float(budget_24h)
     except (TypeError, ValueError):
         return float(DEFAULT_BUDGET_24H)
-    if budget < 0 or budget != budget or budget == float("inf"):
+    if budget < 0 or math.isnan(budget) or math.isinf(budget):
         return float(DEFAULT_BUDGET_24H)
     return budget
 

@@ -431,7 +431,7 @@ def _check_field(spec, value, path, problems, strict):
 
 
 def _check_list(spec, value, path, problems, strict):
-    _, fields, limit = spec
+    dummy, fields, limit = spec
     if isinstance(value, dict) and path == "gpus":
         value = [value]          # shorthand gpus: {model: X, count: N}
     if not isinstance(value, list) or len(value) > limit:
@@ -456,7 +456,7 @@ def _check_list(spec, value, path, problems, strict):
                 item_clean["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
             out.extend([item_clean] * (count - 1))
         else:
-            for _ in range(count - 1):
+            for dummy in range(count - 1):
                 out.append(_clone(item_clean))
                 out[-1]["index"] = None     # numbered in order below
     return out

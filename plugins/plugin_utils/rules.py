@@ -31,7 +31,7 @@ __metaclass__ = type
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
 from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import assess_ecc
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
-    MAX_GPUS, MAX_STR, Problem, check_hw, check_workload, is_undefined, to_int, to_number)
+    MAX_GPUS, MAX_STR, Problem, check_hw, check_workload, to_int, to_number)
 
 SEVERITIES = ("error", "warning", "info", "off")
 _REGISTRY = []
@@ -753,7 +753,7 @@ def _disk_diffs(declared, gathered, min_gb):
     dk, gk = classify_disks(declared, 0), classify_disks(gathered, min_gb)
     diffs = []
     for kind in ("nvme", "hdd"):
-        gathered_all = len(gk[kind]) + sum(1 for d, _ in gk["excluded"] if d.get("kind") == kind)
+        gathered_all = len(gk[kind]) + sum(1 for d, dummy in gk["excluded"] if d.get("kind") == kind)
         if len(dk[kind]) not in (len(gk[kind]), gathered_all):
             diffs.append(("disks.%s" % kind, len(dk[kind]), len(gk[kind])))
     return diffs

@@ -11,7 +11,7 @@ from jinja2 import StrictUndefined
 
 from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
-    MAX_GPUS, Unresolved, check_hw, describe, to_int, to_number)
+    Unresolved, check_hw, describe, to_int, to_number)
 
 from conftest import DATA  # noqa: E402
 from hwdocs import GATHERED, GOOD  # noqa: E402

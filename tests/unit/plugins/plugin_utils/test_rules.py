@@ -635,11 +635,11 @@ def test_h200_vm_with_a_data_volume(kind):
 def test_what_is_not_a_data_disk(disk, why):
     clean, problems = check_hw({"source": "declared", "disks": [disk]})
     assert problems == []
-    assert [w for _, w in classify_disks(clean, 8)["excluded"]] == [why]
+    assert [w for dummy, w in classify_disks(clean, 8)["excluded"]] == [why]
 
 
 def test_data_disks_by_kind():
-    clean, _ = check_hw({"source": "declared", "disks": [
+    clean, dummy = check_hw({"source": "declared", "disks": [
         {"kind": "nvme", "size_bytes": 8 * 10 ** 9}, {"kind": "hdd", "transport": "sas", "count": 3},
         {"kind": "ssd", "transport": "sata"}, {"kind": "nvme", "transport": "virtio"}]})
     disks = classify_disks(clean, 8)
@@ -770,7 +770,7 @@ def test_fleet_property_every_host_gets_a_finite_verdict(fleet):
     ("ecc_corrected_budget_24h", 0, 1e9), ("data_disk_min_gb", 0, 1e6)])
 def test_threshold_bounds(key, lowest, highest):
     for value, ok in ((lowest, True), (highest, True), (lowest - 1, False), (highest + 1, False)):
-        th, _, problems = resolve_settings("training", {key: value})
+        th, dummy, problems = resolve_settings("training", {key: value})
         assert (problems == [] and th[key] == value) if ok else (
             [p.path for p in problems] == ["dlrack_thresholds." + key] and th[key] == DEFAULT_THRESHOLDS[key])
 
@@ -778,7 +778,7 @@ def test_threshold_bounds(key, lowest, highest):
 @pytest.mark.parametrize("value,ok", [(0, False), (0.5, True), (1024, True), (1025, False)])
 def test_bytes_per_param_bounds(value, ok):
     for kind in ("full_finetune", "pretrain", "lora", "inference"):
-        th, _, problems = resolve_settings("training", {"workload_bytes_per_param": {kind: value}})
+        th, dummy, problems = resolve_settings("training", {"workload_bytes_per_param": {kind: value}})
         assert (problems == []) is ok
         assert th["workload_bytes_per_param"][kind] == (value if ok else DEFAULT_THRESHOLDS["workload_bytes_per_param"][kind])
 
@@ -849,9 +849,9 @@ def test_edac_observed_values():
 
 @pytest.mark.parametrize("fs", ["squashfs", "iso9660", "erofs", "udf", "cramfs"])
 def test_read_only_images_are_not_data_disks(fs):
-    clean, _ = check_hw({"source": "declared", "disks": [{"kind": "hdd", "size_bytes": 10 ** 13,
+    clean, dummy = check_hw({"source": "declared", "disks": [{"kind": "hdd", "size_bytes": 10 ** 13,
                                                           "in_use": {"signatures": ["sdb:" + fs]}}]})
-    assert [w for _, w in classify_disks(clean, 8)["excluded"]] == ["read-only " + fs]
+    assert [w for dummy, w in classify_disks(clean, 8)["excluded"]] == ["read-only " + fs]
 
 
 def test_defaults_and_fleet_summary_counts():
