@@ -850,7 +850,7 @@ def test_edac_observed_values():
 @pytest.mark.parametrize("fs", ["squashfs", "iso9660", "erofs", "udf", "cramfs"])
 def test_read_only_images_are_not_data_disks(fs):
     clean, dummy = check_hw({"source": "declared", "disks": [{"kind": "hdd", "size_bytes": 10 ** 13,
-                                                          "in_use": {"signatures": ["sdb:" + fs]}}]})
+                                                             "in_use": {"signatures": ["sdb:" + fs]}}]})
     assert [w for dummy, w in classify_disks(clean, 8)["excluded"]] == ["read-only " + fs]
 
 
