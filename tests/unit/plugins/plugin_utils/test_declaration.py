@@ -14,10 +14,9 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.rules import compare_d
 
 from ansible.errors import AnsibleFilterError
 
-from conftest import DATA
+from testpaths import sysfs_tree
 from realhost import h200_vm
 
-import os
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def esc():
     """4x RTX 6000 Ada, 17 NVMe, 2 sockets (tests/data/sysfs/esc8000a-e12), with blkid answers."""
     def run(argv):
         return (0, "PTTYPE=gpt\n", "") if argv[0].endswith("blkid") else (127, "", "")
-    return gather(root=os.path.join(DATA, "sysfs", "esc8000a-e12"), run_command=run, is_root=True,
+    return gather(root=sysfs_tree("esc8000a-e12"), run_command=run, is_root=True,
                   dmidecode="never", blkid="/sbin/blkid")
 
 
