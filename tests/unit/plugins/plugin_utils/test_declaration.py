@@ -18,7 +18,6 @@ from testpaths import sysfs_tree
 from realhost import h200_vm
 
 
-
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory):
     root, _bin = h200_vm(tmp_path_factory.mktemp("h200"))
