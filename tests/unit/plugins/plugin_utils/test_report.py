@@ -3,11 +3,12 @@ integrity with hostile input (NaN, control characters, markup in names) and conc
 import copy
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-from multiprocessing import get_context
 
 import pytest
 
@@ -333,19 +334,30 @@ def _run_ids(d):
     return ids
 
 
-def _write_many(args):
-    d, n = args
-    results, summary = evaluate_fleet({"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
-                                       "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
-    for dummy in range(n):
-        report.write_reports(d, results, summary)
+_WRITER = """
+import json, sys
+from ansible_collections.dlrack.node.plugins.plugin_utils import report
+d, n, data = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3]))
+for dummy in range(n):
+    report.write_reports(d, data["results"], data["summary"])
+"""
 
 
 def test_concurrent_processes_leave_one_complete_set(tmp_path):
-    with get_context("fork").Pool(2) as pool:
-        pool.map(_write_many, [(str(tmp_path), 15)] * 2)
-    assert len(_run_ids(tmp_path)) == 1
-    assert sorted(os.listdir(str(tmp_path))) == [report.LOCK_NAME, "report.html", "report.json", "report.xml"]
+    # Two real processes (not a fork of this one: forking a pytest process that has other tests'
+    # threads alive can deadlock the child) write the same directory 15 times each.
+    results, summary = evaluate_fleet({"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
+                                       "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
+    data = tmp_path / "fleet.json"
+    data.write_text(json.dumps({"results": results, "summary": summary}))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(out), "15", str(data)], env=env)
+             for dummy in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    assert len(_run_ids(out)) == 1
+    assert sorted(os.listdir(str(out))) == [report.LOCK_NAME, "report.html", "report.json", "report.xml"]
 
 
 def test_reusable_building_blocks(tmp_path):
