@@ -13,7 +13,8 @@ Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DES
 
 ``plan_gpu_affinity(hw, ...)`` returns only the ``gpus`` list.
 
-Guarantees (tests/unit/plugins/module_utils/test_affinity.py):
+Guarantees (tests/unit/plugins/plugin_utils/test_affinity.py; option and input validation:
+tests/unit/plugins/filter/test_gpu_affinity.py):
 
 - a GPU gets CPUs of its own NUMA node; when the node is unknown (``numa_node`` -1 or null on a
   multi-node host) or has no CPUs (POWER9 GPU-memory nodes), it is placed on the node, among
@@ -73,9 +74,15 @@ _INTEGER = re.compile(r"^-?[0-9]{1,18}$")
 _CPULIST_NUMBER = re.compile(r"[0-9]+")
 
 
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _cpus(value, field):
+    """A cpulist field, parsed; ids above MAX_CPU_ID refused (before expanding a range of them)."""
     if isinstance(value, str):
-        big = [n for n in _CPULIST_NUMBER.findall(value) if len(n) > 5 or int(n) > MAX_CPU_ID]
+        big = [n for n in _CPULIST_NUMBER.findall(value) if len(n) > 5]
         if big:
             raise AffinityError("%s: cpu id %s is above %d, the most any kernel supports"
                                 % (field, big[0][:20], MAX_CPU_ID))
@@ -93,15 +100,13 @@ def _int_or_none(value, field):
     """An integer field of the document: int, integral float or ASCII digits; None/'' = unknown."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise AffinityError("%s: expected an integer, got %r" % (field, value))
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INTEGER.match(value.strip()):
         return int(value.strip())
-    raise AffinityError("%s: expected an integer, got %r" % (field, value))
+    raise AffinityError("%s: expected an integer, got %s" % (field, _shown(value)))
 
 
 def _list_or_empty(value, field):
@@ -120,7 +125,23 @@ class Topology:
         cpu = (hw or {}).get("cpu") or {}
         if not isinstance(cpu, dict):
             raise AffinityError("cpu: expected a mapping")
-        self.nodes = {}                   # node id -> sorted cpu ids (CPU-less nodes: [])
+        core_lists = _list_or_empty(cpu.get("core_cpus"), "cpu.core_cpus")
+        self.nodes = self._read_nodes(cpu)   # node id -> sorted cpu ids (CPU-less nodes: [])
+        if not self.nodes:
+            # A declared host may give only counts: one node, CPUs 0..threads-1.
+            self.nodes = {0: self._cpus_from_counts(cpu, core_lists)}
+            self.warnings.append("cpu.numa_nodes absent: all CPUs treated as one NUMA node 0")
+        self.node_of = dict((c, nid) for nid, cpus in self.nodes.items() for c in cpus)
+        self.all_cpus = sorted(self.node_of)
+        self.core_of, self.cores = self._read_cores(core_lists)
+        self.node_cores = {}
+        for key in sorted(self.cores):
+            self.node_cores.setdefault(self.node_of[key], []).append(key)
+        self.sockets = self._sockets(cpu, socket_cpus)
+
+    @staticmethod
+    def _read_nodes(cpu):
+        nodes, seen = {}, {}
         for i, node in enumerate(_list_or_empty(cpu.get("numa_nodes"), "cpu.numa_nodes")):
             if not isinstance(node, dict) or node.get("id") is None:
                 raise AffinityError("cpu.numa_nodes[%d]: expected {id, cpus}" % i)
@@ -128,78 +149,62 @@ class Topology:
             if nid is None or nid < 0:
                 raise AffinityError("cpu.numa_nodes[%d].id: expected a node id >= 0, got %r"
                                     % (i, node.get("id")))
-            if nid in self.nodes:
+            if nid in nodes:
                 raise AffinityError("cpu.numa_nodes[%d].id: node %d listed twice" % (i, nid))
-            self.nodes[nid] = _cpus(node.get("cpus"), "cpu.numa_nodes[%d].cpus" % i)
-        seen = {}
-        for nid in sorted(self.nodes):
-            for c in self.nodes[nid]:
+            nodes[nid] = _cpus(node.get("cpus"), "cpu.numa_nodes[%d].cpus" % i)
+        for nid in sorted(nodes):
+            for c in nodes[nid]:
                 if c in seen:
                     raise AffinityError("cpu.numa_nodes: cpu %d is in node %d and node %d"
                                         % (c, seen[c], nid))
                 seen[c] = nid
-        self.node_of = seen
-
-        core_lists = _list_or_empty(cpu.get("core_cpus"), "cpu.core_cpus")
-        if self.nodes and not seen:
+        if nodes and not seen:
             raise AffinityError("cpu.numa_nodes: no node lists any CPU (every cpus is empty); "
                                 "give each node's cpulist, e.g. cpus: '0-15'")
-        if not self.nodes:
-            # A declared host may give only counts: one node, CPUs 0..threads-1.
-            if core_lists:
-                allc = sorted(set(c for i, cl in enumerate(core_lists)
-                                  for c in _cpus(cl, "cpu.core_cpus[%d]" % i)))
-            else:
-                threads = _int_or_none(cpu.get("threads"), "cpu.threads")
-                if not threads:
-                    raise AffinityError("cpu.numa_nodes (or cpu.threads) is needed to plan "
-                                        "GPU affinity: declare the host's CPUs")
-                if threads < 0 or threads > MAX_CPU_ID + 1:
-                    raise AffinityError("cpu.threads: expected 1 to %d, got %d"
-                                        % (MAX_CPU_ID + 1, threads))
-                allc = list(range(threads))
+        return nodes
+
+    @staticmethod
+    def _cpus_from_counts(cpu, core_lists):
+        if core_lists:
+            allc = sorted(set(c for i, cl in enumerate(core_lists)
+                              for c in _cpus(cl, "cpu.core_cpus[%d]" % i)))
             if not allc:
                 raise AffinityError("cpu.core_cpus lists no CPU and cpu.numa_nodes is absent: "
                                     "declare the host's CPUs")
-            self.nodes = {0: allc}
-            self.node_of = dict((c, 0) for c in allc)
-            self.warnings.append("cpu.numa_nodes absent: all CPUs treated as one NUMA node 0")
-        self.all_cpus = sorted(self.node_of)
+            return allc
+        threads = _int_or_none(cpu.get("threads"), "cpu.threads")
+        if threads is None:
+            raise AffinityError("cpu.numa_nodes (or cpu.threads) is needed to plan "
+                                "GPU affinity: declare the host's CPUs")
+        if not 1 <= threads <= MAX_CPU_ID + 1:
+            raise AffinityError("cpu.threads: expected 1 to %d, got %d" % (MAX_CPU_ID + 1, threads))
+        return list(range(threads))
 
-        # Physical cores: tuple of sibling CPU ids, keyed by its lowest CPU id.
-        self.core_of = {}
-        self.cores = {}
-        if core_lists:
-            for i, cl in enumerate(core_lists):
-                sib = tuple(_cpus(cl, "cpu.core_cpus[%d]" % i))
-                sib = tuple(c for c in sib if c in self.node_of)
-                if not sib:
-                    continue
-                if len(set(self.node_of[c] for c in sib)) != 1:
-                    raise AffinityError("cpu.core_cpus[%d]: siblings %s span NUMA nodes"
-                                        % (i, cl))
-                for c in sib:
-                    if c in self.core_of and self.core_of[c] != sib[0]:
-                        raise AffinityError("cpu.core_cpus[%d]: cpu %d is in two cores" % (i, c))
-                    self.core_of[c] = sib[0]
-                self.cores[sib[0]] = sib
-            missing = [c for c in self.all_cpus if c not in self.core_of]
-            if missing:
-                self.warnings.append("cpu.core_cpus does not list CPUs %s: each treated as "
-                                     "its own core" % format_cpulist(missing))
-        else:
-            missing = self.all_cpus
-            if missing:
-                self.warnings.append("cpu.core_cpus absent (declared host?): SMT siblings "
-                                     "unknown, each CPU treated as its own physical core")
+    def _read_cores(self, core_lists):
+        """Physical cores: {cpu: core key}, {core key: sibling tuple}; key = lowest CPU id."""
+        core_of, cores = {}, {}
+        for i, cl in enumerate(core_lists):
+            sib = tuple(c for c in _cpus(cl, "cpu.core_cpus[%d]" % i) if c in self.node_of)
+            if not sib:
+                continue
+            if len(set(self.node_of[c] for c in sib)) != 1:
+                raise AffinityError("cpu.core_cpus[%d]: siblings %s span NUMA nodes" % (i, cl))
+            for c in sib:
+                if c in core_of and core_of[c] != sib[0]:
+                    raise AffinityError("cpu.core_cpus[%d]: cpu %d is in two cores" % (i, c))
+                core_of[c] = sib[0]
+            cores[sib[0]] = sib
+        missing = [c for c in self.all_cpus if c not in core_of]
+        if missing and core_lists:
+            self.warnings.append("cpu.core_cpus does not list CPUs %s: each treated as "
+                                 "its own core" % format_cpulist(missing))
+        elif missing:
+            self.warnings.append("cpu.core_cpus absent (declared host?): SMT siblings "
+                                 "unknown, each CPU treated as its own physical core")
         for c in missing:
-            self.core_of[c] = c
-            self.cores[c] = (c,)
-
-        self.node_cores = {}
-        for key in sorted(self.cores):
-            self.node_cores.setdefault(self.node_of[key], []).append(key)
-        self.sockets = self._sockets(cpu, socket_cpus)
+            core_of[c] = c
+            cores[c] = (c,)
+        return core_of, cores
 
     def _sockets(self, cpu, socket_cpus):
         """List of sorted core-key lists, one per socket, or None when membership is unknown."""
@@ -238,12 +243,6 @@ class Topology:
                              % (len(cpu_nodes), n_sockets))
         return None
 
-    def socket_index_of(self, core_key):
-        for i, s in enumerate(self.sockets or []):
-            if core_key in s:
-                return i
-        return None
-
     def cpus_of(self, core_keys, include_smt=True):
         out = []
         for k in core_keys:
@@ -263,8 +262,8 @@ class Topology:
         if self.sockets:
             order = [k for s in sorted(self.sockets, key=lambda s: s[0] if s else -1)
                      for k in s]
-            rest = sorted(k for k in self.cores if k not in set(order))
-            order += rest
+            placed = set(order)
+            order += sorted(k for k in self.cores if k not in placed)
         else:
             order = sorted(self.cores)
         return dict((k, i) for i, k in enumerate(order))
@@ -280,24 +279,24 @@ def bool_option(name, value):
             return True
         if key in BOOLEANS_FALSE:
             return False
-    raise AffinityError("option %s: expected true or false, got %r (%s)"
-                        % (name, value, type(value).__name__))
+    raise AffinityError("option %s: expected true or false, got %s (%s)"
+                        % (name, _shown(value), type(value).__name__))
 
 
 def _count_option(name, value, meaning):
     """A whole number >= 0: int, integral float, or a string of ASCII digits (-e key=2)."""
+    count = value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    elif isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
-        value = int(value.strip()) if len(value.strip()) < 10 else -1
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > MAX_CPU_ID:
-        raise AffinityError("option %s: expected a whole number from 0 to %d (%s), got %r (%s)"
-                            % (name, MAX_CPU_ID, meaning, value, type(value).__name__))
-    return value
+        count = int(value)
+    elif isinstance(value, str) and _INTEGER.match(value.strip()):
+        count = int(value.strip())
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_CPU_ID:
+        raise AffinityError("option %s: expected a whole number from 0 to %d (%s), got %s (%s)"
+                            % (name, MAX_CPU_ID, meaning, _shown(value), type(value).__name__))
+    return count
 
 
-def validate_options(reserved_cores_per_socket=1, include_smt=True, policy="numa_local",
-                     max_cores_per_gpu=0):
+def validate_options(reserved_cores_per_socket, include_smt, policy, max_cores_per_gpu):
     """The planner's options, normalised; AffinityError naming the option and what it takes."""
     if not isinstance(policy, str) or policy not in POLICIES:
         raise AffinityError("option policy: %r is not one of %s" % (policy, ", ".join(POLICIES)))
@@ -321,7 +320,7 @@ def _gpu_entries(hw):
             raise AffinityError("gpus[%d]: expected a mapping" % i)
         idx = _int_or_none(g.get("index"), "gpus[%d].index" % i)
         gpus.append((idx if idx is not None else i, i, g))
-    gpus.sort(key=lambda t: (t[0], t[1]))
+    gpus.sort(key=lambda t: t[0])          # stable: equal indexes keep their order
     for (a, _, _), (b, i, _) in zip(gpus, gpus[1:]):
         if a == b:
             raise AffinityError("gpus[%d].index: GPU index %d is not unique" % (i, b))
@@ -445,7 +444,7 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
     gpus = _gpu_entries(hw)
     report = {
         "schema": SCHEMA,
-        "policy": policy,
+        "policy": opts["policy"],
         "options": dict((k, opts[k]) for k in
                         ("reserved_cores_per_socket", "include_smt", "max_cores_per_gpu")),
         "gpus": [],
@@ -459,7 +458,7 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
     warnings.extend(topo.warnings)
     reserved = _reserved_cores(topo, opts["reserved_cores_per_socket"])
     report["reserved_cpus"] = format_cpulist(topo.cpus_of(sorted(reserved)))
-    units = _units(topo, policy, warnings)
+    units = _units(topo, opts["policy"], warnings)
     members = _place(topo, units, gpus, reserved, warnings)
     result = _split(topo, units, members, reserved, opts["include_smt"], opts["max_cores_per_gpu"])
     report["gpus"] = [result[t[0]] for t in gpus]

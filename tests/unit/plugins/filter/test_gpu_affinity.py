@@ -147,7 +147,7 @@ def test_gpu_on_a_node_with_empty_cpus_falls_back_and_says_so():
     assert "numa_node 1 has no CPUs and local_cpus are unknown" in report["warnings"][-1]
 
 
-def test_gres_and_pins_refuse_hostile_reports_and_templates():
+def test_gres_and_pins_refuse_bad_reports_and_templates():
     plan = gpu_affinity_plan(V100)
     with pytest.raises(AnsibleFilterError, match=r"file_template '/dev/nvidia\{idx\}': KeyError"):
         gpu_affinity_gres_conf(plan, file_template="/dev/nvidia{idx}")
@@ -162,6 +162,18 @@ def test_gres_and_pins_refuse_hostile_reports_and_templates():
     with pytest.raises(AnsibleFilterError, match="plan GPU 0 cpus: bad range"):
         gpu_affinity_service_pins([{"index": 0, "cpus": "1-x"}], [{"name": "t", "gpus": [0]}])
     assert gpu_affinity_service_pins(plan, [{"name": "t", "gpus": ["1"]}])[0]["gpus"] == [1]
+    with pytest.raises(AnsibleFilterError, match="expected the gpu_affinity_plan report or its list of GPUs, got list"):
+        gpu_affinity_gres_conf([1, 2])
+    with pytest.raises(AnsibleFilterError, match="gres.conf: plan entry 0 has no slurm_cores"):
+        gpu_affinity_gres_conf([{"index": 0, "cpus": "1"}])
+
+
+@pytest.mark.parametrize("policy,expected", [("bind", "bind"), ("none", "none"), ("preferred", "preferred")])
+def test_service_numa_policy_is_taken_from_the_service(policy, expected):
+    pins = gpu_affinity_service_pins(gpu_affinity_plan(V100), [{"name": "t", "gpus": [0], "numa_policy": policy}])
+    assert pins == [{"name": "t.service", "gpus": [0], "cpus": "1-3,25-27", "mems": "0", "policy": expected}]
+    with pytest.raises(AnsibleFilterError, match=r"\(t\): numa_policy must be bind, preferred or none"):
+        gpu_affinity_service_pins(gpu_affinity_plan(V100), [{"name": "t", "gpus": [0], "numa_policy": "interleave"}])
 
 
 # --- hostile inputs: a verdict or an AnsibleFilterError, never anything else -----------------
@@ -228,3 +240,17 @@ def test_hostile_reports_services_and_templates_give_lines_or_a_named_error(repo
             call()
         except AnsibleFilterError as exc:
             assert "(host h-2): " in str(exc)
+
+
+@pytest.mark.parametrize("option", ["reserved_cores_per_socket", "max_cores_per_gpu"])
+def test_count_bounds_are_inclusive(option):
+    assert gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 65535}) == []
+    with pytest.raises(AnsibleFilterError, match="got 65536 \\(int\\)"):
+        gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 65536})
+    with pytest.raises(AnsibleFilterError, match=r"got '9{36}\.\.\. \(str\)"):
+        gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: "9" * 400})
+
+
+def test_pins_against_an_empty_plan_say_it_has_no_gpus():
+    with pytest.raises(AnsibleFilterError, match=r"GPU 0 is not in the plan \(GPUs none\)"):
+        gpu_affinity_service_pins([], [{"name": "t", "gpus": [0]}])
