@@ -502,3 +502,42 @@ def test_options_are_reported_normalised_and_policy_kept():
                                       include_smt="no", policy="socket", max_cores_per_gpu=3.0)
     assert report["options"] == {"reserved_cores_per_socket": 2, "include_smt": False, "max_cores_per_gpu": 3}
     assert report["policy"] == "socket"
+
+
+def test_nodes_that_do_not_divide_into_sockets_reserve_per_node_and_say_so():
+    nodes = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}, {"id": 2, "cpus": "8-11"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": 2}], nodes, sockets=2))
+    assert report["reserved_cpus"] == "0,4,8"
+    assert "3 NUMA nodes with CPUs do not divide into 2 sockets: reserved cores are taken per " \
+        "NUMA node and there is no socket fallback" in report["warnings"]
+
+
+def test_policy_socket_without_socket_membership_splits_nodes_and_says_so():
+    report = plan_gpu_affinity_report(load("club3090-issue46-5gpu-2numa"), policy="socket")
+    assert report["gpus"] == plan_gpu_affinity_report(load("club3090-issue46-5gpu-2numa"))["gpus"]
+    assert "policy socket but socket membership unknown: splitting NUMA nodes instead" in report["warnings"]
+
+
+@pytest.mark.parametrize("node,why", [
+    (None, "numa_node is null on a host with 2 NUMA nodes and local_cpus are unknown"),
+    (-1, "numa_node is -1 on a host with 2 NUMA nodes and local_cpus are unknown"),
+    (5, "numa_node 5 is not in cpu.numa_nodes and local_cpus are unknown"),
+])
+def test_fallback_warning_says_why_the_node_was_not_used(node, why):
+    nodes = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": node}], nodes, sockets=2))
+    assert report["warnings"] == ["cpu.core_cpus absent (declared host?): SMT siblings unknown, each CPU "
+                                  "treated as its own physical core",
+                                  "GPU 0 (None): %s; using its all CPUs: placed on NUMA node 0" % why]
+
+
+@pytest.mark.parametrize("services,needle", [
+    (["triton"], "gpu_affinity_systemd_services[0]: needs a name"),
+    ([{"name": 5, "gpus": [0]}], "gpu_affinity_systemd_services[0]: needs a name"),
+    ([{"name": "t", "gpus": []}], "(t): gpus must be a non-empty list of GPU indices"),
+    ([{"name": "t", "gpus": "0"}], "(t): gpus must be a non-empty list of GPU indices"),
+])
+def test_service_pins_refuse_bad_services(services, needle):
+    with pytest.raises(AffinityError) as exc:
+        service_pins(plan_gpu_affinity_report(load("dlperf-8xv100-2s-xeon5118")), services)
+    assert needle in str(exc.value)
