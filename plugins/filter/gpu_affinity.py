@@ -15,42 +15,42 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import (
     AffinityError,
+    bool_option,
     gres_conf_lines,
     plan_gpu_affinity_report,
     service_pins,
 )
 
 
+def _where(name, host):
+    return "%s (host %s)" % (name, host) if host else name
+
+
 def gpu_affinity_plan(hw, reserved_cores_per_socket=1, include_smt=True, policy="numa_local",
-                      max_cores_per_gpu=0, report=False):
+                      max_cores_per_gpu=0, report=False, host=None):
     try:
         result = plan_gpu_affinity_report(
-            hw, reserved_cores_per_socket=int(reserved_cores_per_socket),
-            include_smt=bool(include_smt), policy=policy,
-            max_cores_per_gpu=int(max_cores_per_gpu))
+            hw, reserved_cores_per_socket=reserved_cores_per_socket, include_smt=include_smt,
+            policy=policy, max_cores_per_gpu=max_cores_per_gpu)
+        whole = bool_option("report", report)
     except AffinityError as exc:
-        raise AnsibleFilterError("gpu_affinity_plan: %s" % exc)
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError("gpu_affinity_plan: bad option: %s" % exc)
-    return result if report else result["gpus"]
+        raise AnsibleFilterError("%s: %s" % (_where("gpu_affinity_plan", host), exc))
+    return result if whole else result["gpus"]
 
 
-def gpu_affinity_gres_conf(report, name="gpu", file_template="/dev/nvidia{index}", gpu_type=None):
-    if isinstance(report, list):
-        report = {"gpus": report}
+def gpu_affinity_gres_conf(report, name="gpu", file_template="/dev/nvidia{index}", gpu_type=None,
+                           host=None):
     try:
         return gres_conf_lines(report, name=name, file_template=file_template, gpu_type=gpu_type)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise AnsibleFilterError("gpu_affinity_gres_conf: %s" % exc)
+    except AffinityError as exc:
+        raise AnsibleFilterError("%s: %s" % (_where("gpu_affinity_gres_conf", host), exc))
 
 
-def gpu_affinity_service_pins(report, services):
-    if isinstance(report, list):
-        report = {"gpus": report}
+def gpu_affinity_service_pins(report, services, host=None):
     try:
         return service_pins(report, services)
     except AffinityError as exc:
-        raise AnsibleFilterError("gpu_affinity_service_pins: %s" % exc)
+        raise AnsibleFilterError("%s: %s" % (_where("gpu_affinity_service_pins", host), exc))
 
 
 class FilterModule(object):
