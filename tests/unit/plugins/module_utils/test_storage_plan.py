@@ -26,7 +26,7 @@ def node(n_nvme=8, n_hdd=12):
 
 
 def cfg(**kw):
-    c = {"host": "gpu01", "hot_devices": "auto", "cold_devices": "auto", "hot_layout": "raid0",
+    c = {"host": "gpu01", "var_prefix": "storage_tiers_", "hot_devices": "auto", "cold_devices": "auto", "hot_layout": "raid0",
          "cold_level": "raid6", "hot_chunk_kb": 512, "cold_chunk_kb": 512, "hot_mount": "/mnt/hot",
          "cold_mount": "/mnt/archive", "wipe_allowed": [], "safe_mode": True,
          "mount_options": ["noatime"], "device_timeout": "30s"}
@@ -150,7 +150,8 @@ def test_in_use_refused_with_fix(mutate, phrase):
     disks = node(0, 4)
     mutate(disks[2])
     with pytest.raises(sp.StoragePlanError) as e:
-        sp.plan_storage(disks, cfg(hot_enabled=False, cold_devices=["HD00", "HD01", "HD02", "HD03"]))
+        sp.plan_storage(disks, cfg(hot_enabled=False, cold_devices=["HD00", "/dev/disk/by-id/ata-MODEL_HD01", "HD02",
+                                                                  "HD03"]))
     (msg,) = e.value.messages
     assert msg.startswith("gpu01: storage_tiers_cold_devices: /dev/disk/by-id/ata-MODEL_HD01 ")
     assert phrase in msg
@@ -161,13 +162,13 @@ def test_in_use_refused_with_fix(mutate, phrase):
 def test_wipe_needs_both_list_and_safe_mode_off():
     disks = node(0, 4)
     disks[2]["probe"] = {"type": "ext4"}
-    c = cfg(hot_enabled=False, cold_devices=["HD00", "HD01", "HD02", "HD03"],
+    c = cfg(hot_enabled=False, cold_devices=["HD00", "ata-MODEL_HD01", "HD02", "HD03"],
             wipe_allowed=["/dev/disk/by-id/ata-MODEL_HD01"])
     with pytest.raises(sp.StoragePlanError) as e:
         sp.plan_storage(disks, c)
     assert "set storage_tiers_safe_mode: false" in str(e.value)
     assert "add /dev/disk/by-id" not in str(e.value)
-    with pytest.raises(sp.StoragePlanError, match="add /dev/disk/by-id/ata-MODEL_HD01 to storage_tiers_wipe"):
+    with pytest.raises(sp.StoragePlanError, match="add ata-MODEL_HD01 to storage_tiers_wipe"):
         sp.plan_storage(disks, dict(c, wipe_allowed=[], safe_mode=False))
     plan = sp.plan_storage(disks, dict(c, safe_mode=False))
     assert plan["wipe"] == ["/dev/sdb"]
@@ -243,7 +244,7 @@ def test_names_shuffled_between_runs_same_plan_by_id():
 def test_duplicate_and_bad_layout():
     with pytest.raises(sp.StoragePlanError, match="listed twice"):
         sp.plan_storage(node(2, 0), cfg(hot_devices=["NV00", "/dev/disk/by-id/nvme-MODEL_NV00"], cold_enabled=False))
-    with pytest.raises(sp.StoragePlanError, match="hot_layout 'raid7'"):
+    with pytest.raises(sp.StoragePlanError, match="storage_tiers_hot_layout: 'raid7' is not one of raid0, raid10, jbod"):
         sp.plan_storage(node(2, 0), cfg(hot_layout="raid7"))
 
 
@@ -269,4 +270,5 @@ def test_both_tiers_reported_even_when_the_device_is_already_in_the_hot_array():
     with pytest.raises(sp.StoragePlanError) as e:
         sp.plan_storage(disks, cfg(hot_devices=["NV00", "NV01"], cold_devices=["NV00"], cold_level="single"))
     (msg,) = e.value.messages
-    assert "/dev/disk/by-id/nvme-MODEL_NV00 is listed in both storage_tiers_hot_devices and" in msg
+    assert msg == ("gpu01: NV00 is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices; "
+                   "a disk belongs to one tier only")
