@@ -21,8 +21,8 @@ A disk dict is a ``dlrack_hw.disks`` entry (``name``, ``by_id``, ``kind``, ``ser
 
 Options are defined once, in :data:`OPTIONS`: the module's argument_spec is generated from it and
 a unit test holds the role's defaults, meta/argument_specs.yml, task and the module DOCUMENTATION to
-it. Messages name an option as ``<var_prefix><option>`` (the role passes ``storage_tiers_``), so no
-role variable is spelled here.
+it. Messages name an option as ``<var_prefix><option>``: the role passes its variable prefix, so
+no role variable is spelled here.
 
 Safety rules (option ``safe_mode``): a device is *free* when it has no mounts, holders,
 partitions or signatures (:func:`blockdev.in_use_reasons`) and is not the system disk. A device carrying exactly what this
@@ -60,7 +60,7 @@ _DIRS_COLD = [{"path": p, "owner": "root", "group": "root", "mode": "0755"}
               for p in ("datasets", "weights", "logs", "results")]
 
 # The planner's options, defined once. The module's argument_spec is built from this
-# (argument_spec()); tests hold the role's defaults and meta/argument_specs.yml (storage_tiers_<name>),
+# (argument_spec()); tests hold the role's defaults and meta/argument_specs.yml (prefix + name),
 # its task and the module DOCUMENTATION to it.
 OPTIONS = {
     "hot_devices": {"type": "raw", "default": "auto"},

@@ -12,7 +12,7 @@ module: storage_tiers_plan
 short_description: Plan the hot (NVMe) and cold (HDD) storage tiers of a node; read-only
 description:
   - Reads the block devices of the target with the collection's one block-device reader
-    (C(module_utils/blockdev.py): sysfs, C(/proc/self/mountinfo), C(/proc/swaps), C(/dev/disk/by-id),
+    (C(module_utils/blockdev.py)) - sysfs, C(/proc/self/mountinfo), C(/proc/swaps), C(/dev/disk/by-id),
     the udev database and C(blkid -p), a low-level probe without cache) at the moment of planning,
     then calls the planner in C(module_utils/storage_plan.py). Never writes anything; runs the same in
     check mode.
