@@ -6,10 +6,32 @@ storage planner.
 its SOURCES.md): names, MAJ:MIN, RM, SIZE, RO, TYPE and mount points become ``/sys/block/<disk>``
 (``size``, ``ro``, ``removable``, ``dev``, partitions, ``holders``), virtual md/dm devices and
 ``/proc/self/mounts``. What lsblk does not print (rotational, bus path, model, serial, by-id
-links, udev properties) comes from ``facts`` and is documented next to each tree in the tests.
+links, udev properties) comes from ``facts`` and is documented here, per tree.
+
+Trees (built in a temp dir, or unpacked from a real capture):
+
+- h200-vm: the real sysfs/procfs capture of an H200 cloud VM (tests/data/real/h200-vm/tree.tar.gz,
+  SOURCES.md there): vda = root ext4, vdb = 300 MB read-only squashfs at /usr/local/nvidia, zram0
+  and 8 loop devices. Nothing filled in.
+- puget-wrx90: stelline's lsblk of a Puget WRX90 (tests/data/real/lsblk/stelline-puget-wrx90-nvme-raid.txt):
+  8 NVMe in md127 (RAID0, /mnt/nvme-raid) and nvme6n1 with /boot/efi, /boot and an LVM root on p3.
+  Filled in: the NVMe bus paths.
+- kingston: util-linux's real sysfs dump rendered by lsblk
+  (tests/data/real/lsblk/util-linux-expected-nvme-sata-basic-cols.txt; models from
+  ...-vendor-cols.txt): SATA SSD sda (/boot/efi, /boot, /), HDD sdb (sdb1 at /home/archive), NVMe
+  nvme0n1 (partitions, /home). Filled in: rotational 1 for the WD800JD HDD, serials, by-id links
+  made the way udev makes them from model and serial (spaces -> _).
+- toshiba: the NVMe of netbox-agent's `nvme list -o json` (tests/data/real/nvme-list-json/...):
+  model "KXG60ZNV1T02 NVMe TOSHIBA 1024GB", serial 19FA109SK07N, 2000409264 sectors, as a blank
+  data disk with the links udev makes for it: nvme-<model>_<serial>, the _1 namespace alias and
+  nvme-eui.<EUI-64> (the EUI is filled in: the capture does not show it).
 """
+import json
 import os
 import re
+import tarfile
+
+from realdata import read, real
 
 _UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -137,3 +159,46 @@ def fake_blkid(results):
         return 2, "", ""
     run.calls = calls
     return run
+
+
+TOSHIBA_MODEL = "KXG60ZNV1T02 NVMe TOSHIBA 1024GB"
+TOSHIBA_ID = "nvme-KXG60ZNV1T02_NVMe_TOSHIBA_1024GB_19FA109SK07N"
+TOSHIBA_EUI = "nvme-eui.00080d0400a1b2c3"
+
+
+def h200_tree(dest):
+    """Unpack the real h200-vm capture under ``dest``; returns its root."""
+    with tarfile.open(real("h200-vm", "tree.tar.gz")) as tf:
+        tf.extractall(str(dest))
+    return os.path.join(str(dest), "tree")
+
+
+def puget(root, udev=None):
+    facts = dict(("nvme%dn1" % i, {"devpath": "pci0000:00/0000:00:%02x.0/nvme/nvme%d" % (i + 1, i)}) for i in range(9))
+    return lsblk_tree(str(root), read(real("lsblk", "stelline-puget-wrx90-nvme-raid.txt")), facts, udev=udev)
+
+
+def kingston(root, swaps=()):
+    facts = {
+        "sda": {"rotational": 0, "devpath": "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0",
+                "model": "KINGSTON SH103S3", "serial": "50026B722A0B1C2D",
+                "links": ["ata-KINGSTON_SH103S3240G_50026B722A0B1C2D", "wwn-0x50026b722a0b1c2d"]},
+        "sdb": {"rotational": 1, "devpath": "pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0",
+                "model": "WDC WD800JD-00MS", "serial": "WD-WMAM9ABC1234",
+                "links": ["ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234"]},
+        "nvme0n1": {"devpath": "pci0000:00/0000:00:1d.0/nvme/nvme0", "model": "KINGSTON SKC1000240G",
+                    "serial": "50026B7282A1B2C3", "links": ["nvme-KINGSTON_SKC1000240G_50026B7282A1B2C3",
+                                                           "nvme-eui.0026b7282a1b2c35"]},
+    }
+    return lsblk_tree(str(root), read(real("lsblk", "util-linux-expected-nvme-sata-basic-cols.txt")), facts,
+                      swaps=swaps)
+
+
+def toshiba(root, udev=None):
+    dev = json.loads(read(real("nvme-list-json", "netbox-agent-nvme-list-toshiba-kxg60.json")))["Devices"][0]
+    assert dev["ModelNumber"] == TOSHIBA_MODEL
+    text = "NAME MAJ:MIN RM SIZE RO TYPE MOUNTPOINTS\nnvme0n1 259:0 0 %dB 0 disk\n" % (dev["MaximumLBA"] * 512)
+    facts = {"nvme0n1": {"devpath": "pci0000:00/0000:00:03.0/nvme/nvme0", "model": dev["ModelNumber"],
+                         "serial": dev["SerialNumber"],
+                         "links": [TOSHIBA_EUI, TOSHIBA_ID + "_1", TOSHIBA_ID]}}
+    return lsblk_tree(str(root), text, facts, udev=udev)

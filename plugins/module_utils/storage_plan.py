@@ -39,7 +39,7 @@ import copy
 import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.blockdev import (
-    in_use_reasons, is_data_disk)
+    disk_role, in_use_reasons, is_data_disk)
 
 TIERS = ("hot", "cold")
 HOT_LAYOUTS = ("raid0", "raid10", "jbod")
@@ -331,12 +331,14 @@ def _select_auto(run, tier, tc):
     for d in sorted(run.disks, key=stable_id):
         if d.get("kind") != want_kind or d.get("exists") is False:
             continue
-        if d.get("transport") in ("usb", "virtio") or not is_data_disk(d):
-            why = "%s disk" % d["transport"] if d.get("transport") in ("usb", "virtio") else \
-                "%s disk" % (d.get("role") or "not a data").replace("_", "-")
-            run.skipped.append({"device": stable_id(d), "tier": tier, "reasons": ["%s, never auto-selected" % why]})
-            continue
         state, reasons = classify(d, tier, tc["mount"])
+        if state != "untouchable" and (d.get("transport") in ("usb", "virtio") or not is_data_disk(d)):
+            # USB disks come and go; virtio says rotational whatever backs it; read-only, small and
+            # removable devices are not data disks (blockdev.disk_role).
+            what = d["transport"] if d.get("transport") in ("usb", "virtio") else d.get("role") or disk_role(d)
+            run.skipped.append({"device": stable_id(d), "tier": tier,
+                                "reasons": ["%s disk, never auto-selected" % what.replace("_", "-")]})
+            continue
         if state in ("free", "ours"):
             run.chosen[tier].append((d, state))
         elif state == "in_use" and run.wipe_listed(d) and not run.safe_mode:

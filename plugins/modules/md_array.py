@@ -103,6 +103,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices, listdir
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
 
+ROOT = "/"   # where the block-device reader looks (tests point it at a captured tree)
 LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}
 
 
@@ -273,7 +274,7 @@ def main():
     result["members"] = members
     allow = set(os.path.realpath(a) for a in p["allow_signatures"])
     try:
-        reader = BlockDevices("/")
+        reader = BlockDevices(ROOT)
         running = runner.running_arrays(reader)
         examined = dict((m, runner.examine(m)) for m in members)
         signatures = dict((m, runner.blkid(m)) for m in members)

@@ -272,3 +272,196 @@ def test_both_tiers_reported_even_when_the_device_is_already_in_the_hot_array():
     (msg,) = e.value.messages
     assert msg == ("gpu01: NV00 is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices; "
                    "a disk belongs to one tier only")
+
+
+# ---------------------------------------------------------------- plans on block-device trees
+# Trees from real captures (tests/unit/plugins/module_utils/test_blockdev.py says what each holds and
+# what was filled in), read by the same reader the module uses.
+
+from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices  # noqa: E402
+
+from blocktrees import TOSHIBA_EUI, TOSHIBA_ID, fake_blkid, h200_tree, kingston, puget, toshiba  # noqa: E402
+
+
+def read_tree(root, blkid=None):
+    return BlockDevices(root, run=fake_blkid(blkid or {}), blkid="/sbin/blkid").disks()
+
+
+def test_puget_tree_auto_takes_nothing_in_use(tmp_path):
+    plan = sp.plan_storage(read_tree(puget(tmp_path), {"nvme0n1": "TYPE=linux_raid_member\nLABEL=puget:0\n"}), cfg())
+    assert plan["hot"]["devices"] == [] and plan["cold"]["devices"] == [] and plan["arrays"] == []
+    skipped = dict((s["device"], s["reasons"]) for s in plan["skipped"])
+    assert skipped["/dev/nvme6n1"] == ["it is the system disk (/boot/efi, /boot, /)"]
+    assert skipped["/dev/nvme0n1"] == ["mounted at /mnt/nvme-raid", "held by md127",
+                                       "is a member of md array puget:0 (UUID ?)"]
+    assert len(skipped) == 9
+    assert "gpu01: no device for the hot tier (none free)" in plan["warnings"]
+
+
+def test_toshiba_free_nvme_named_by_any_alias_planned_under_its_model_serial_id(tmp_path):
+    disks = read_tree(toshiba(tmp_path))
+    for alias in (TOSHIBA_EUI, "/dev/disk/by-id/" + TOSHIBA_EUI, TOSHIBA_ID + "_1", "19FA109SK07N"):
+        plan = sp.plan_storage(disks, cfg(hot_devices=[alias], cold_enabled=False))
+        assert plan["hot"]["devices"] == [{"id": "/dev/disk/by-id/" + TOSHIBA_ID, "path": "/dev/nvme0n1",
+                                           "name": "nvme0n1", "state": "free"}], alias
+    auto = sp.plan_storage(disks, cfg(cold_enabled=False))
+    assert auto["hot"]["devices"][0]["id"] == "/dev/disk/by-id/" + TOSHIBA_ID
+    assert auto["filesystems"] == [{"device": "/dev/nvme0n1", "label": "dlrack-hot", "mkfs_opts": "-L dlrack-hot",
+                                    "mount": "/mnt/hot", "mount_opts": "noatime,nofail,x-systemd.device-timeout=30s",
+                                    "alignment": None, "tier": "hot", "wipe": False, "on_md": False}]
+
+
+@pytest.mark.parametrize("udev,blkid", [({"nvme0n1": {"ID_FS_TYPE": "zfs_member"}}, {}),
+                                        ({}, {"nvme0n1": "TYPE=zfs_member\nLABEL=tank\n"})])
+def test_zfs_member_is_in_use_never_auto_selected_and_refused_quoting_the_typed_id(tmp_path, udev, blkid):
+    disks = read_tree(toshiba(tmp_path, udev=udev), blkid)
+    plan = sp.plan_storage(disks, cfg(cold_enabled=False))
+    assert plan["hot"]["devices"] == [] and plan["filesystems"] == [] and plan["wipe"] == []
+    assert plan["skipped"][0]["device"] == "/dev/disk/by-id/" + TOSHIBA_ID
+    assert "zfs_member" in plan["skipped"][0]["reasons"][0]
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_devices=[TOSHIBA_EUI], cold_enabled=False))
+    (msg,) = e.value.messages
+    assert msg.startswith("gpu01: storage_tiers_hot_devices: %s carries " % TOSHIBA_EUI)
+    assert "add %s to storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false" % TOSHIBA_EUI in msg
+
+
+def test_kingston_mounted_hdd_and_system_ssd_refused(tmp_path):
+    disks = read_tree(kingston(tmp_path))
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_enabled=False, cold_level="raid1",
+                                   cold_devices=["ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234", "wwn-0x50026b722a0b1c2d"],
+                                   wipe_allowed=["ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234"], safe_mode=False))
+    a, b = e.value.messages
+    assert a.startswith("gpu01: storage_tiers_cold_devices: ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234 mounted at "
+                        "/home/archive; has partitions sdb1")
+    assert a.endswith("Unmount it (and remove it from /etc/fstab) first; then, to re-use it, add "
+                      "ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234 to storage_tiers_wipe_allowed and set "
+                      "storage_tiers_safe_mode: false for that run.")
+    assert b == ("gpu01: storage_tiers_cold_devices: wwn-0x50026b722a0b1c2d it is the system disk (/boot/efi, /boot, /). "
+                 "The system disk is never used for a storage tier; remove it from the list.")
+
+
+def test_h200_vm_has_no_data_disk_to_plan(tmp_path):
+    disks = read_tree(h200_tree(tmp_path))
+    plan = sp.plan_storage(disks, cfg())
+    assert plan["hot"]["devices"] == [] and plan["cold"]["devices"] == []
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_enabled=False, cold_level="single", cold_devices=["199048143072"]))
+    assert e.value.messages == ["gpu01: storage_tiers_cold_devices: 199048143072 is read-only. A read-only device "
+                                "cannot hold a tier; remove it from the list."]
+    with pytest.raises(sp.StoragePlanError, match="overlayblk it is the system disk"):
+        sp.plan_storage(disks, cfg(hot_enabled=False, cold_level="single", cold_devices=["overlayblk"]))
+
+
+# ---------------------------------------------------------------- behaviours pinned for mutation testing
+
+def test_wipe_flag_handed_to_the_filesystem_task():
+    disks = node(1, 4)
+    disks[1]["probe"] = {"type": "ext4", "label": "scratch"}     # the single hot NVMe carries an old ext4
+    c = cfg(hot_devices=["NV00"], cold_devices=["HD00", "HD01", "HD02", "HD03"], wipe_allowed=["NV00"], safe_mode=False)
+    disks[3]["probe"] = {"type": "xfs", "label": "old"}          # one md member too
+    plan = sp.plan_storage(disks, dict(c, wipe_allowed=["NV00", "HD01"]))
+    fs = dict((f["tier"], f) for f in plan["filesystems"])
+    assert fs["hot"]["wipe"] is True and fs["hot"]["device"] == "/dev/nvme0n1"   # mkfs must force over the ext4
+    assert fs["cold"]["wipe"] is False and fs["cold"]["on_md"] is True            # the new md device is blank
+    assert plan["arrays"][0]["wipe"] == ["/dev/sdb"] and plan["wipe"] == ["/dev/nvme0n1", "/dev/sdb"]
+    assert any("/dev/disk/by-id" not in w and "NV00 will be erased (carries a ext4 filesystem labelled scratch): it "
+               "is in storage_tiers_wipe_allowed and safe mode is off" in w for w in plan["warnings"])
+    free = sp.plan_storage(node(1, 0), cfg(cold_enabled=False))
+    assert free["filesystems"][0]["wipe"] is False and free["wipe"] == []
+
+
+@pytest.mark.parametrize("level,md,sw", [("raid5", 5, 3), ("raid6", 6, 2), ("raid10", 10, 2), ("raid1", 1, None)])
+def test_cold_level_builds_exactly_that_level(level, md, sw):
+    plan = sp.plan_storage(node(0, 4), cfg(hot_enabled=False, cold_level=level))
+    arr = plan["arrays"][0]
+    assert (arr["level"], arr["tier"], arr["name"], arr["device"]) == (md, "cold", "dlrack-cold", "/dev/md/dlrack-cold")
+    assert arr["chunk_kb"] == (None if level == "raid1" else 512)
+    fs = plan["filesystems"][0]
+    assert fs["alignment"] == (None if sw is None else {"su_kb": 512, "sw": sw})
+    assert fs["mkfs_opts"] == "-L dlrack-cold" + ("" if sw is None else " -d su=512k,sw=%d" % sw)
+    assert plan["cold"]["layout"] == level
+
+
+def test_hot_layouts_and_chunk():
+    plan = sp.plan_storage(node(4, 0), cfg(hot_layout="raid10", hot_chunk_kb=256, cold_enabled=False))
+    assert plan["arrays"][0]["level"] == 10 and plan["arrays"][0]["chunk_kb"] == 256
+    assert plan["filesystems"][0]["mkfs_opts"] == "-L dlrack-hot -d su=256k,sw=2"
+    assert [d["path"] for d in plan["dirs"]] == ["/mnt/hot/datasets", "/mnt/hot/checkpoints", "/mnt/hot/scratch"]
+
+
+def test_defaults_fill_missing_options():
+    plan = sp.plan_storage(node(2, 4), {"host": "n1"})
+    assert plan["hot"]["md"]["level"] == 0 and plan["cold"]["md"]["level"] == 6
+    assert plan["hot"]["mount"] == "/mnt/hot" and plan["cold"]["mount"] == "/mnt/archive"
+    assert [d["path"] for d in plan["dirs"]] == ["/mnt/hot/datasets", "/mnt/hot/checkpoints", "/mnt/hot/scratch",
+                                                 "/mnt/archive/datasets", "/mnt/archive/weights", "/mnt/archive/logs",
+                                                 "/mnt/archive/results"]
+    assert [d["mode"] for d in plan["dirs"]][:3] == ["0755", "0755", "1777"]
+    # without a prefix, messages name the module's own options
+    with pytest.raises(sp.StoragePlanError, match="^n1: cold_level: raid6 needs at least 4 disks, 1 given"):
+        sp.plan_storage(node(0, 1), {"host": "n1", "hot_enabled": False})
+
+
+def test_unprobed_disk_is_never_auto_selected():
+    disks = node(2, 0)
+    del disks[1]["probe"]
+    plan = sp.plan_storage(disks, cfg(cold_enabled=False))
+    assert [d["name"] for d in plan["hot"]["devices"]] == ["nvme1n1"]
+    assert plan["skipped"][-1]["reasons"] == ["its signatures are unknown (not probed with blkid -p)"]
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"role": "read_only", "read_only": True}, "is read-only"),
+    ({"role": "removable"}, "removable disk, never auto-selected"),
+    ({"transport": "virtio"}, "virtio disk, never auto-selected"),
+    ({"role": "small"}, "small disk, never auto-selected"),
+    ({"transport": "usb"}, "usb disk, never auto-selected"),
+])
+def test_non_data_disks_never_auto_selected(change, reason):
+    disks = node(2, 0)
+    disks[1].update(change)
+    plan = sp.plan_storage(disks, cfg(cold_enabled=False))
+    assert [d["name"] for d in plan["hot"]["devices"]] == ["nvme1n1"]
+    assert plan["skipped"] == [{"device": "/dev/disk/by-id/nvme-MODEL_NV00", "tier": "hot", "reasons": [reason]}]
+
+
+def test_read_only_named_explicitly_is_refused():
+    disks = node(1, 0)
+    disks[1]["read_only"] = True
+    with pytest.raises(sp.StoragePlanError, match="NV00 is read-only. A read-only device cannot hold a tier"):
+        sp.plan_storage(disks, cfg(hot_devices=["NV00"], cold_enabled=False, safe_mode=False, wipe_allowed=["NV00"]))
+
+
+def test_partition_named_is_refused():
+    part = disk("sdb1", "partition", None, by_id="/dev/disk/by-id/ata-MODEL_HD00-part1")
+    with pytest.raises(sp.StoragePlanError, match="is a partition; storage tiers use whole disks. Name the whole disk"):
+        sp.plan_storage([part], cfg(hot_devices=["ata-MODEL_HD00-part1"], cold_enabled=False))
+
+
+def test_jbod_and_single_layout_checks():
+    with pytest.raises(sp.StoragePlanError, match="cold_level: single takes exactly one disk, 2 given"):
+        sp.plan_storage(node(0, 2), cfg(hot_enabled=False, cold_level="single"))
+    plan = sp.plan_storage(node(2, 0), cfg(hot_layout="jbod", cold_enabled=False))
+    assert plan["dirs"] == [] and plan["arrays"] == [] and plan["hot"]["layout"] == "jbod"
+
+
+def test_devices_must_be_auto_or_a_list():
+    with pytest.raises(sp.StoragePlanError, match="storage_tiers_cold_devices: must be 'auto' or a list"):
+        sp.plan_storage(node(0, 4), cfg(cold_devices="HD00"))
+
+
+def test_ambiguous_request_and_bad_dirs():
+    disks = node(0, 2)
+    disks[1]["serial"] = disks[2]["serial"] = "SAME"
+    with pytest.raises(sp.StoragePlanError, match="SAME matches 2 disks"):
+        sp.plan_storage(disks, cfg(hot_enabled=False, cold_devices=["SAME"], cold_level="raid1"))
+    with pytest.raises(sp.StoragePlanError, match="storage_tiers_hot_dirs: path '../etc' must be relative"):
+        sp.plan_storage(node(1, 0), cfg(cold_enabled=False, hot_dirs=[{"path": "../etc"}]))
+
+
+def test_explicit_empty_list_warns():
+    plan = sp.plan_storage(node(1, 0), cfg(hot_devices=[], cold_enabled=False))
+    assert plan["warnings"] == ["gpu01: no device for the hot tier (empty list)"]
+    assert plan["hot"]["enabled"] is False
