@@ -398,14 +398,19 @@ class BlockDevices(object):
         if not self.blkid or self.run is None:
             return sigs, probe
         for target in targets:
+            if self.root == "/" and not os.path.exists("/dev/" + target):
+                # blkid -p exits 2, "nothing found", for a missing node too: that is not "blank"
+                self.errors.append("blkid -p /dev/%s: no such device node; its signatures are unknown" % target)
+                continue
             rc, out, err = self.run([self.blkid, "-p", "-o", "export", "/dev/" + target])
+            blank = rc == 2 and not (err or "").strip()   # "blkid: error: ...: Operation not permitted" exits 2 too
             if rc == 0:
                 vals = parse_export(out)
                 sigs.extend("%s:%s" % (target, vals[k]) for k in ("PTTYPE", "TYPE") if vals.get(k))
                 if target == name:
                     probe = {"type": vals.get("TYPE"), "label": vals.get("LABEL"), "uuid": vals.get("UUID"),
                              "pttype": vals.get("PTTYPE")}
-            elif rc == 2:   # blkid: nothing found
+            elif blank:   # blkid: nothing found
                 if target == name:
                     probe = {"type": None, "label": None, "uuid": None, "pttype": None}
             else:

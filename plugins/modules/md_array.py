@@ -233,8 +233,15 @@ class Runner:
         return parse_export(out) if rc == 0 else {}
 
     def blkid(self, dev):
-        rc, out, _err = self.run(["blkid", "-p", "-o", "export", dev])
-        return parse_export(out) if rc == 0 else {}
+        """blkid -p of a member; {} only for "nothing found" (exit 2, silent). Exit 2 with an error
+        ("Operation not permitted") or any other failure refuses: unknown is not blank."""
+        rc, out, err = self.run(["blkid", "-p", "-o", "export", dev])
+        if rc == 0:
+            return parse_export(out)
+        if rc == 2 and not (err or "").strip():
+            return {}
+        raise MdError("blkid -p %s failed (rc=%d): %s; cannot tell whether it is blank. Nothing was changed."
+                      % (dev, rc, (err or out or "").strip()[:200]))
 
 
 def conf_line(device, uuid, name, metadata):

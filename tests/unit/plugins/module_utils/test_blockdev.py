@@ -206,3 +206,20 @@ def test_partition_entry_and_unknown_names(tmp_path):
 def test_empty_root(tmp_path):
     assert bd.BlockDevices(str(tmp_path)).disks() == []
     assert bd.read_int(os.path.join(str(tmp_path), "nope")) is None
+
+
+def test_blkid_exit_2_with_an_error_is_not_blank(tmp_path):
+    # real blkid 2.38 on a device it may not open: rc 2 (its "nothing found" code) plus this line
+    errors = []
+    run = lambda argv: (2, "", "blkid: error: /dev/nvme0n1: Operation not permitted\n")  # noqa: E731
+    d = bd.BlockDevices(toshiba(tmp_path), run=run, blkid="/sbin/blkid", errors=errors).disks()[0]
+    assert d["probe"] is None and "its signatures are unknown" in bd.in_use_reasons(d)[0]
+    assert errors == ["blkid -p /dev/nvme0n1 failed (rc=2): blkid: error: /dev/nvme0n1: Operation not permitted"]
+
+
+def test_live_root_missing_device_node_is_not_blank(monkeypatch):
+    # on the live root, blkid -p exits 2 silently for a node that does not exist
+    reader = bd.BlockDevices("/", run=lambda argv: (2, "", ""), blkid="/sbin/blkid")
+    sigs, probe = reader.signatures("dlrack-no-such-disk", ["dlrack-no-such-disk"])
+    assert probe is None and sigs == []
+    assert reader.errors == ["blkid -p /dev/dlrack-no-such-disk: no such device node; its signatures are unknown"]

@@ -143,7 +143,7 @@ nvme2n1 259:2 0 1T 0 disk
 def run_main(monkeypatch, check_mode, responses, tmp_path, lsblk=LSBLK, devices=NV, allow=(), root=None):
     params = {"name": "dlrack-hot", "level": 0, "devices": list(devices), "chunk_kb": 512, "metadata": "1.2",
               "allow_signatures": list(allow)}
-    fake = FakeModule(params, check_mode, responses)
+    fake = FakeModule(params, check_mode, list(responses) + [(["blkid"], (2, "", ""))])   # blank: exit 2, silent
     monkeypatch.setattr(m, "AnsibleModule", lambda **kw: fake)
     monkeypatch.setattr(m, "ROOT", root or lsblk_tree(str(tmp_path), lsblk))
     monkeypatch.setattr(m.os.path, "realpath", lambda p: p)
@@ -194,3 +194,10 @@ def test_main_reads_holders_and_mounts_from_the_tree(monkeypatch, tmp_path):
                                              "is mounted at /srv. Nothing was changed.")
     _fake, (kind, res) = run_main(monkeypatch, True, [], None, root=plain, devices=[NV[0], "/dev/nvme2n1"], allow=NV)
     assert kind == "fail" and "/dev/nvme2n1 is the system disk (/)" in res["msg"]
+
+
+def test_blkid_that_cannot_read_a_member_refuses(monkeypatch, tmp_path):
+    perm = (2, "", "blkid: error: /dev/nvme1n1: Operation not permitted")
+    fake, (kind, res) = run_main(monkeypatch, False, [(["blkid", "-p", "-o", "export", NV[1]], perm)], tmp_path)
+    assert kind == "fail" and "blkid -p /dev/nvme1n1 failed (rc=2)" in res["msg"] and "Nothing was changed" in res["msg"]
+    assert not any(c[:2] == ["mdadm", "--create"] or c[0] == "wipefs" for c in fake.calls), fake.calls
