@@ -465,3 +465,109 @@ def test_explicit_empty_list_warns():
     plan = sp.plan_storage(node(1, 0), cfg(hot_devices=[], cold_enabled=False))
     assert plan["warnings"] == ["gpu01: no device for the hot tier (empty list)"]
     assert plan["hot"]["enabled"] is False
+
+
+def test_label_length_limit():
+    assert sp.fs_label("hot", 99) == "dlrack-hot99"                 # 12 characters: XFS takes it
+    with pytest.raises(sp.StoragePlanError, match="'dlrack-hot100' is longer than 12 characters"):
+        sp.fs_label("hot", 100)
+
+
+def test_safe_mode_is_on_unless_switched_off():
+    disks = node(1, 0)
+    disks[1]["probe"] = {"type": "ext4"}
+    c = {"host": "n1", "hot_devices": ["NV00"], "cold_enabled": False, "wipe_allowed": ["NV00"]}
+    with pytest.raises(sp.StoragePlanError, match="To erase it and use it anyway: set safe_mode: false"):
+        sp.plan_storage(disks, c)
+    assert sp.plan_storage(disks, dict(c, safe_mode=False))["wipe"] == ["/dev/nvme0n1"]
+
+
+def test_argument_spec_and_defaults():
+    spec = sp.argument_spec()
+    assert sorted(spec) == sorted(sp.OPTIONS)
+    assert spec["cold_level"] == {"type": "str", "default": "raid6", "choices": ["raid6", "raid10", "raid5", "raid1",
+                                                                                 "single"]}
+    assert spec["safe_mode"] == {"type": "bool", "default": True}
+    merged = sp.with_defaults({"hot_mount": None, "host": None, "extra": 1})
+    assert merged["hot_mount"] == "/mnt/hot" and merged["host"] is None and merged["extra"] == 1
+    assert merged["hot_dirs"] is not sp.OPTIONS["hot_dirs"]["default"]
+
+
+def test_md_name_and_data_disk_helpers():
+    assert not sp.md_name_matches("oldname", "dlrack-hot")
+    assert sp.data_disks("raid1", 2) == 1 and sp.data_disks("single", 1) == 1
+    assert sp.stable_id({"name": "sdb"}) == "/dev/sdb"
+    assert sp.stable_id({"name": "sdb", "wwn": "0x5000c500a0000001"}) == "0x5000c500a0000001"
+    assert sp.stable_id({"name": "sdb", "by_id_all": ["/dev/disk/by-id/ata-X_1"]}) == "/dev/disk/by-id/ata-X_1"
+
+
+def test_our_md_member_mounted_elsewhere_is_not_ours():
+    disks = node(2, 0)
+    for d in disks[1:3]:
+        d["probe"] = {"type": "linux_raid_member", "label": "gpu01:dlrack-hot", "uuid": "1:2:3:4"}
+        d["in_use"].update(holders=["md127"], mounted=["/mnt/hot"])
+    plan = sp.plan_storage(disks, cfg(cold_enabled=False))
+    assert [d["state"] for d in plan["hot"]["devices"]] == ["ours", "ours"]
+    for d in disks[1:3]:
+        d["in_use"]["mounted"] = ["/srv/data"]
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_devices=["NV00", "NV01"], cold_enabled=False))
+    assert e.value.messages[0].startswith("gpu01: storage_tiers_hot_devices: NV00 mounted at /srv/data; held by md127; "
+                                          "is a member of md array gpu01:dlrack-hot")
+
+
+def test_only_the_other_tiers_label_is_called_the_other_tiers():
+    disks = node(1, 0)
+    disks[1]["probe"] = {"type": "xfs", "label": "old"}
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_devices=["NV00"], cold_enabled=False))
+    assert "carries a xfs filesystem labelled old. Nothing was changed" in e.value.messages[0]
+
+
+def test_every_bad_entry_is_reported_not_just_the_first():
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(node(0, 4), cfg(wipe_allowed=["/dev/sdb", "/dev/sdc"], safe_mode=False))
+    assert [m.split(" is a kernel")[0] for m in e.value.messages] == [
+        "gpu01: storage_tiers_wipe_allowed: /dev/sdb", "gpu01: storage_tiers_wipe_allowed: /dev/sdc"]
+    disks = node(2, 4)
+    disks[6]["probe"] = {"type": "ext4"}
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(hot_devices=["nvme-NOPE", "NV00"], cold_devices=["NV00", "HD00", "HD01", "HD03"]))
+    msgs = e.value.messages
+    assert len(msgs) == 3, msgs
+    assert "nvme-NOPE does not exist" in msgs[0] and "HD03 carries a ext4" in msgs[1] and "listed in both" in msgs[2]
+
+
+def test_auto_wipes_a_listed_disk_only_with_safe_mode_off():
+    disks = node(2, 0)
+    disks[1]["probe"] = {"type": "ext4"}
+    c = cfg(cold_enabled=False, wipe_allowed=["NV00"])
+    plan = sp.plan_storage(disks, dict(c, safe_mode=False))
+    assert [(d["name"], d["state"]) for d in plan["hot"]["devices"]] == [("nvme0n1", "wipe"), ("nvme1n1", "free")]
+    assert plan["arrays"][0]["wipe"] == ["/dev/nvme0n1"]
+    plan = sp.plan_storage(disks, c)
+    assert [d["name"] for d in plan["hot"]["devices"]] == ["nvme1n1"] and plan["skipped"][0]["reasons"] == [
+        "carries a ext4 filesystem"]
+
+
+def test_one_disk_listed_in_both_tiers_is_reported_once():
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(node(1, 0), cfg(hot_devices=["NV00"], cold_devices=["NV00"], cold_level="single"))
+    assert e.value.messages == ["gpu01: NV00 is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices;"
+                                " a disk belongs to one tier only"]
+
+
+def test_too_few_devices_message_names_them():
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(node(0, 3), cfg(hot_enabled=False, cold_level="raid6"))
+    assert e.value.messages == ["gpu01: storage_tiers_cold_level: raid6 needs at least 4 devices, 3 given "
+                                "(/dev/disk/by-id/ata-MODEL_HD00, /dev/disk/by-id/ata-MODEL_HD01, "
+                                "/dev/disk/by-id/ata-MODEL_HD02)"]
+
+
+def test_device_path_is_kept_and_one_device_is_single():
+    mpath = disk("dm-3", "nvme", "MP0", path="/dev/mapper/mpatha", by_id="/dev/disk/by-id/dm-uuid-mpath-3600a0b8")
+    plan = sp.plan_storage([mpath], cfg(hot_devices=["/dev/mapper/mpatha"], cold_enabled=False))
+    assert plan["hot"]["devices"] == [{"id": "/dev/disk/by-id/dm-uuid-mpath-3600a0b8", "path": "/dev/mapper/mpatha",
+                                       "name": "dm-3", "state": "free"}]
+    assert plan["hot"]["layout"] == "single" and plan["filesystems"][0]["device"] == "/dev/mapper/mpatha"
