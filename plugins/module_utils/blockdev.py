@@ -333,7 +333,7 @@ class BlockDevices(object):
             name = self.dm_names.get(path[len("/dev/mapper/"):])
         else:
             name = os.path.basename(full)
-        return name if name in self.sysdirs or self._class_dir(name) else None
+        return name if name and (name in self.sysdirs or self._class_dir(name)) else None
 
     def _class_dir(self, name):
         d = under(self.root, "/sys/class/block/" + name)

@@ -9,7 +9,9 @@ import pytest
 from ansible_collections.dlrack.node.plugins.module_utils import blockdev as bd
 from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
 
-from blocktrees import TOSHIBA_EUI, TOSHIBA_ID, TOSHIBA_MODEL, fake_blkid, h200_tree, kingston, puget, toshiba, write
+from blocktrees import (TOSHIBA_EUI, TOSHIBA_ID, TOSHIBA_MODEL, fake_blkid, h200_tree, kingston, lsblk_tree, puget,
+                        toshiba, write)
+from realdata import read, real
 
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory):
@@ -223,3 +225,95 @@ def test_live_root_missing_device_node_is_not_blank(monkeypatch):
     sigs, probe = reader.signatures("dlrack-no-such-disk", ["dlrack-no-such-disk"])
     assert probe is None and sigs == []
     assert reader.errors == ["blkid -p /dev/dlrack-no-such-disk: no such device node; its signatures are unknown"]
+
+
+# ---------------------------------------------------------------- details pinned for mutation testing
+
+def test_by_id_rank_full_order():
+    links = ["lvm-pv-uuid-abc", "nvme-eui.0025388b91b2c3d4", "scsi-35000c500a1b2c3d4", "wwn-0x5000c500a1b2c3d4",
+             "nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000001_1", "usb-Generic_Flash_123", "ata-ST4000_ZC1",
+             "nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000001"]
+    assert sorted(links, key=bd.by_id_rank) == [
+        "ata-ST4000_ZC1", "nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000001", "usb-Generic_Flash_123",
+        "nvme-SAMSUNG_MZQL23T8HCLS-00A07_S64HNE0R000001_1", "wwn-0x5000c500a1b2c3d4", "scsi-35000c500a1b2c3d4",
+        "nvme-eui.0025388b91b2c3d4", "lvm-pv-uuid-abc"]
+
+
+@pytest.mark.parametrize("name,devpath,transport", [
+    ("vda", "/devices/pci0000:00/0000:00:01.0/virtio0/block/vda", "virtio"),
+    ("sda", "/devices/pci0000:00/0000:00:03.0/virtio1/host0/target0:0:0/0:0:0:0/block/sda", "scsi"),
+    ("sdb", "/devices/pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0/block/sdb", "sata"),
+    ("sdc", "/devices/pci0000:00/0000:00:14.0/usb1/1-1/1-1:1.0/host2/target2:0:0/2:0:0:0/block/sdc", "usb"),
+    ("sdd", "/devices/pci0000:3a/0000:3b:00.0/host3/port-3:0/end_device-3:0/target3:0:0/3:0:0:0/block/sdd", "sas"),
+    ("sde", "/devices/pci0000:3a/0000:3b:00.0/host3/port-3:1/target3:0:1/block/sde", "sas"),
+    ("sdf", "/devices/pci0000:00/0000:00:05.0/target4:0:0/block/sdf", "scsi"),
+    ("mmcblk0", "/devices/platform/soc/mmc0/mmc_host/mmc0/mmc0:0001/block/mmcblk0", "unknown"),
+])
+def test_transport(tmp_path, name, devpath, transport):
+    assert bd.transport_of(name, devpath, str(tmp_path)) == transport
+
+
+def test_in_use_reason_wording():
+    assert bd.in_use_reasons({"in_use": {"system": True}, "probe": {}}) == [
+        "it is the system disk (holds the root filesystem)"]
+    assert bd.in_use_reasons({"in_use": {"partitions": ["sdb1", "sdb2"]}, "probe": {"pttype": "dos"}}) == [
+        "has partitions sdb1, sdb2", "has a dos partition table"]
+    assert bd.in_use_reasons({"in_use": {}, "probe": {"type": "linux_raid_member"}}) == [
+        "is a member of md array ? (UUID ?)"]
+    assert bd.in_use_reasons({"in_use": {}, "probe": {"type": "linux_raid_member", "label": "h:d", "uuid": "1:2"}}) == [
+        "is a member of md array h:d (UUID 1:2)"]
+
+
+def test_mount_tables(tmp_path):
+    root = kingston(tmp_path)
+    write(root, "/dev/mapper/.keep", "")
+    # short lines are skipped; an unknown maj:min (btrfs) falls back to the source device
+    write(root, "/proc/self/mountinfo", "garbage\n22 1 0:31 / / rw - btrfs /dev/sdb1 rw\n"
+                                        "24 22 8:4 / /srv rw,relatime - ext4\n")
+    disks = by_name(bd.BlockDevices(root).disks())
+    assert disks["sdb"]["in_use"]["mounted"] == ["/"] and disks["sda"]["in_use"]["mounted"] == ["/srv"]
+    os.remove(os.path.join(root, "proc/self/mountinfo"))
+    write(root, "/proc/self/mounts", "x\n/dev/sdb1 /data xfs rw 0 0\n/dev/mapper/nope /m xfs rw 0 0\n")
+    disks = by_name(bd.BlockDevices(root).disks())
+    assert disks["sdb"]["in_use"]["mounted"] == ["/data"] and disks["sda"]["in_use"]["mounted"] == []
+
+
+def test_tiny_and_empty_disks(tmp_path):
+    root = lsblk_tree(str(tmp_path), "NAME MAJ:MIN RM SIZE RO TYPE MOUNTPOINTS\nsda 8:0 1 0B 0 disk\n"
+                                     "sdb 8:16 0 512B 0 disk\n`-sdbX 8:17 0 0B 0 part\n")
+    os.remove(os.path.join(root, "sys/block/sdb/sdbX/partition"))   # a subdir that is not a partition
+    (d,) = bd.BlockDevices(root).disks()                              # sda (0 sectors, empty tray) left out
+    assert (d["name"], d["size_bytes"], d["role"], d["in_use"]["partitions"]) == ("sdb", 512, "small", [])
+
+
+def test_resolve_by_serial_attribute_link_suffix_and_mapper(tmp_path):
+    root = kingston(tmp_path)
+    os.remove(os.path.join(root, "dev/disk/by-id/ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234"))
+    lsblk_tree(str(tmp_path / "p"), read(real("lsblk", "stelline-puget-wrx90-nvme-raid.txt")))
+    reader = bd.BlockDevices(root)
+    assert reader.resolve("WD-WMAM9ABC1234") == "sdb"                      # serial file only
+    write(root, "/sys/block/nvme0n1/device/serial", "OTHER\n")
+    assert bd.BlockDevices(root).resolve("50026B7282A1B2C3") == "nvme0n1"   # by-id suffix only
+    preader = bd.BlockDevices(str(tmp_path / "p"))
+    assert preader.resolve("/dev/mapper/ubuntu--vg-ubuntu--lv") == "dm-0"
+    assert preader.resolve("/dev/mapper/nope") is None
+
+
+def test_udev_database_lines_and_signature_dedupe(tmp_path):
+    root = toshiba(tmp_path)
+    write(root, "/run/udev/data/b259:0", "S:disk/by-id/x\nX:ID_FS_TYPE=ext4\nE:ID_FS_TYPE=zfs_member\n")
+    d = bd.BlockDevices(root, run=fake_blkid({"nvme0n1": "TYPE=zfs_member\n"}), blkid="/sbin/blkid").disks()[0]
+    assert d["in_use"]["signatures"] == ["nvme0n1:zfs_member"]
+
+
+def test_wwid_and_vpd_serial(tmp_path):
+    root = kingston(tmp_path)
+    write(root, "/sys/block/sdb/device/wwid", "t10.ATA     WDC WD800JD\n")
+    assert bd.BlockDevices(root).device("sdb")["wwid"] == "t10.ATA     WDC WD800JD"
+    vpd = os.path.join(str(tmp_path), "vpd")
+    for data, serial in ((b"\x00\x80\x00\x08ZC1ABCDE\x00", "ZC1ABCDE"), (b"\x00\x80\x00\x01Z", "Z"),
+                         (b"\x00\x80\x00\x00", None), (b"\x00\x80\x00\x03   ", None)):
+        with open(vpd, "wb") as fh:
+            fh.write(data)
+        assert bd._vpd_serial(vpd) == serial, data
+    assert bd._vpd_serial(vpd + ".missing") is None
