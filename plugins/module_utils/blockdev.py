@@ -41,6 +41,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.dlrack.node.plugins.module_utils.hostfs import (  # noqa: F401 - re-exported
+    listdir, natural_key, read_int, read_text, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
 
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var", "[SWAP]")
@@ -51,48 +53,8 @@ _NVME_PATH = re.compile(r"^nvme\d+c\d+n\d+$")   # a multipath controller path, n
 _UDEV_TYPES = (("ID_FS_TYPE", "{}"), ("ID_PART_TABLE_TYPE", "{}"), ("DM_MULTIPATH_DEVICE_PATH", "mpath_member"))
 
 
-# --------------------------------------------------------------------------------------------
-# small safe readers under a root (never raise); gather.py uses them too
-
-def under(root, path):
-    """``path`` inside ``root`` (``under('/t', '/sys/block') == '/t/sys/block'``)."""
-    return os.path.join(root or "/", path.lstrip("/"))
-
-
-def read_text(path, limit=1 << 20):
-    """Stripped text of a file, None when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit)
-    except (IOError, OSError):
-        return None
-    return data.decode("utf-8", "replace").strip()
-
-
-def read_int(path):
-    v = read_text(path)
-    if v is None or not re.match(r"^-?\d+$", v):
-        return None
-    return int(v)
-
-
-def listdir(path):
-    try:
-        return sorted(os.listdir(path))
-    except (IOError, OSError):
-        return []
-
-
-def readlink_base(path):
-    try:
-        return os.path.basename(os.readlink(path))
-    except (IOError, OSError):
-        return None
-
-
-def natural(name):
-    """Sort key: nvme2n1 before nvme10n1."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+# the collection's one set of safe readers (never raise) lives in hostfs
+natural = natural_key
 
 
 # --------------------------------------------------------------------------------------------

@@ -126,24 +126,18 @@ disks:
   returned: always
 """
 
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices
+from ansible_collections.dlrack.node.plugins.module_utils.hostfs import container_marker
 from ansible_collections.dlrack.node.plugins.module_utils.storage_plan import (
     StoragePlanError, argument_spec, plan_storage)
 
 
 def in_container(root="/"):
-    for marker in ("/run/.containerenv", "/.dockerenv"):
-        if os.path.exists(os.path.join(root, marker.lstrip("/"))):
-            return True
-    try:
-        with open(os.path.join(root, "run/systemd/container")) as fh:
-            return fh.read().strip() != ""
-    except (IOError, OSError):
-        return False
+    """True inside a container (hostfs.container_marker: the one container check)."""
+    return container_marker(root) is not None
 
 
 def probe_disks(reader, requests):

@@ -41,8 +41,8 @@ def test_requests_outside_the_listing_are_probed(tmp_path):
 
 def test_in_container(tmp_path):
     assert mod.in_container(str(tmp_path)) is False
-    write(str(tmp_path), "/run/systemd/container", "\n")
-    assert mod.in_container(str(tmp_path)) is False
+    write(str(tmp_path), "/run/systemd/container", "\n")      # an empty marker still marks a container
+    assert mod.in_container(str(tmp_path)) is True
     write(str(tmp_path), "/run/systemd/container", "podman\n")
     assert mod.in_container(str(tmp_path)) is True
     write(str(tmp_path / "d"), "/.dockerenv", "")
