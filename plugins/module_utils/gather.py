@@ -35,6 +35,7 @@ import subprocess
 
 from ansible_collections.dlrack.node.plugins.module_utils import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    MAX_CPUS,
     format_cpulist, parse_cpulist)
 from ansible_collections.dlrack.node.plugins.module_utils.hostfs import (
     READ_LIMIT, container_marker, listdir, natural_key, parse_cpuinfo, read_int, read_text,
@@ -77,7 +78,7 @@ def _read_int(path, errors=None):
 # Kernels are built with at most 8192 CPUs (x86_64 MAXSMP, ppc64); a cpulist naming an id
 # above this bound is garbage (seen: local_cpulist "0-4294967295"), and expanding it would
 # take gigabytes. It is refused before parsing.
-MAX_CPU_ID = 65535
+MAX_CPU_ID = MAX_CPUS - 1   # the one bound, in cpulist
 _NUMBER = re.compile(r"[0-9]+")
 _NOT_CPULIST = re.compile(r"[^0-9,:\s-]")
 

@@ -39,6 +39,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    MAX_CPUS,
     CpuListError,
     format_cpulist,
     parse_cpulist,
@@ -69,7 +70,7 @@ class AffinityCapacityError(AffinityError):
             % (pool, cores, reserved, len(gpus), ",".join(str(g) for g in gpus)))
 
 
-MAX_CPU_ID = 65535       # above any kernel's NR_CPUS; bounds what one cpulist may expand to
+MAX_CPU_ID = MAX_CPUS - 1   # cpulist's one bound (above any kernel's NR_CPUS)
 _INTEGER = re.compile(r"^-?[0-9]{1,18}$")
 _CPULIST_NUMBER = re.compile(r"[0-9]+")
 

@@ -66,7 +66,7 @@ def test_counts_refuse_fractions_negatives_and_non_numbers(option, value):
     with pytest.raises(AnsibleFilterError) as exc:
         gpu_affinity_plan(V100, host="gpu-a01", **{option: value})
     msg = str(exc.value)
-    assert ("option %s: expected a whole number from 0 to 65535" % option) in msg
+    assert ("option %s: expected a whole number from 0 to 16383" % option) in msg
     assert "(host gpu-a01)" in msg
 
 
@@ -115,9 +115,9 @@ GPU = {"index": 0, "numa_node": 0, "pci_bus_id": "0000:3b:00.0"}
     ({"numa_nodes": "0-3"}, "cpu.numa_nodes: expected a list, got str"),
     ({"numa_nodes": [{"id": -1, "cpus": "0-3"}]}, "cpu.numa_nodes[0].id: expected a node id >= 0, got -1"),
     ({"numa_nodes": [{"id": 0, "cpus": "0-3"}], "socket_cpus": "0-3"}, "socket_cpus: expected a list, got str"),
-    ({"numa_nodes": [{"id": 0, "cpus": "0-99999999"}]}, "cpu.numa_nodes[0].cpus: cpu id 99999999 is above 65535"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-99999999"}]}, "cpu.numa_nodes[0].cpus: cpu id 99999999 is above 16383"),
     ({"numa_nodes": [{"id": 0, "cpus": "0-3"}], "sockets": -2}, "cpu.sockets: expected a count >= 1"),
-    ({"threads": 10 ** 12}, "cpu.threads: expected 1 to 65536"),
+    ({"threads": 10 ** 12}, "cpu.threads: expected 1 to 16384"),
     ({"threads": 1.5}, "cpu.threads: expected an integer, got 1.5"),
     ({"threads": "²"}, "cpu.threads: expected an integer"),
     ({"threads": float("inf")}, "cpu.threads: expected an integer, got inf"),
@@ -228,7 +228,7 @@ def test_hostile_documents_and_options_give_a_plan_or_a_named_error(hw, options)
                    for c in (range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)))
         assert cpus and not cpus & seen, plan        # every GPU has CPUs, none shared
         seen |= cpus
-        assert max(cpus) <= 65535
+        assert max(cpus) <= 16383
     json.dumps(out, allow_nan=False)                 # a strict-JSON plan
 
 
@@ -245,9 +245,9 @@ def test_hostile_reports_services_and_templates_give_lines_or_a_named_error(repo
 
 @pytest.mark.parametrize("option", ["reserved_cores_per_socket", "max_cores_per_gpu"])
 def test_count_bounds_are_inclusive(option):
-    assert gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 65535}) == []
-    with pytest.raises(AnsibleFilterError, match="got 65536 \\(int\\)"):
-        gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 65536})
+    assert gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 16383}) == []
+    with pytest.raises(AnsibleFilterError, match="got 16384 \\(int\\)"):
+        gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: 16384})
     with pytest.raises(AnsibleFilterError, match=r"got '9{36}\.\.\. \(str\)"):
         gpu_affinity_plan({"cpu": {"threads": 4}, "gpus": []}, **{option: "9" * 400})
 

@@ -157,14 +157,14 @@ def test_huge_local_cpulist_is_one_gpus_error(esc):
     assert [g["pci_bus_id"] for g in d["gpus"]] == ESC_BUSES
     assert [g["local_cpus"] for g in d["gpus"]] == ["0-31", "0-31", None, "32-63"]
     assert d["errors"] == ["GPU 0000:c1:00.0 local_cpulist: '0-4294967295' is not a usable cpulist "
-                           "(names CPU id 4294967295, above the bound 65535)"]
+                           "(names CPU id 4294967295, above the bound 16383)"]
     check_hw(d)
 
 
 @pytest.mark.parametrize("text,why", [
     ("0-" + "9" * 5000, "names CPU id 999999999999..."),   # longer than int() may convert
     ("\u0663-7", "is not part of a cpulist"),              # non-ASCII digit
-    ("0-65536", "above the bound 65535"),
+    ("0-16384", "above the bound 16383"),
 ])
 def test_other_absurd_cpulists(esc, text, why):
     replace(pci(esc, "0000:01:00.0", "local_cpulist"), text)

@@ -408,29 +408,29 @@ def test_capacity_error_carries_pool_gpus_and_counts():
     assert (e.pool, e.gpus, e.cores, e.reserved) == ("NUMA node 0", list(range(8)), 6, 2)
 
 
-@pytest.mark.parametrize("cpus,ok", [("0-3,10000", True), ("0,65535", True), ("0,65536", False),
-                                     ("0,99999", False), ("0-999999", False), ([0, 65535], True),
-                                     ([0, 65536], False)])
-def test_cpu_ids_up_to_65535_are_accepted_and_above_refused(cpus, ok):
+@pytest.mark.parametrize("cpus,ok", [("0-3,10000", True), ("0,16383", True), ("0,16384", False),
+                                     ("0,99999", False), ("0-999999", False), ([0, 16383], True),
+                                     ([0, 16384], False)])
+def test_cpu_ids_up_to_16383_are_accepted_and_above_refused(cpus, ok):
     hw = {"cpu": {"numa_nodes": [{"id": 0, "cpus": cpus}]}, "gpus": [{"index": 0, "numa_node": 0}]}
     if ok:
         assert plan_gpu_affinity(hw, reserved_cores_per_socket=0)[0]["cpus"] == format_cpulist(
             parse_cpulist(cpus))
     else:
-        big = max(parse_cpulist(cpus)) if isinstance(cpus, list) else max(
+        big = max(cpus) if isinstance(cpus, list) else max(
             int(n) for n in re.findall(r"[0-9]+", cpus))
-        with pytest.raises(AffinityError, match=r"cpu.numa_nodes\[0\].cpus: cpu id %d is above 65535" % big):
+        with pytest.raises(AffinityError, match=r"cpu.numa_nodes\[0\].cpus: cpu id.* %d|cpu id %d .*above" % (big, big)):
             plan_gpu_affinity(hw)
 
 
-@pytest.mark.parametrize("threads,ok", [(1, True), (65536, True), (0, False), (65537, False), (-3, False)])
+@pytest.mark.parametrize("threads,ok", [(1, True), (16384, True), (0, False), (16385, False), (-3, False)])
 def test_declared_thread_count_bounds(threads, ok):
     hw = {"cpu": {"threads": threads}, "gpus": [{"index": 0}]}
     if ok:
         e = plan_gpu_affinity(hw, reserved_cores_per_socket=0)[0]
         assert (e["cores"], e["mems"], e["numa_node"]) == (threads, "0", -1)
     else:
-        with pytest.raises(AffinityError, match="cpu.threads: expected 1 to 65536, got %d" % threads):
+        with pytest.raises(AffinityError, match="cpu.threads: expected 1 to 16384, got %d" % threads):
             plan_gpu_affinity(hw)
 
 
