@@ -27,7 +27,7 @@ description:
     garbage in sysfs or procfs; those fields are null and anything that was tried and failed is
     listed in C(dlrack_hw.errors), including files that exist but cannot be read (permission
     denied), garbled values (a cpulist, a number in C(/proc/cpuinfo)) and cpulists naming CPU ids
-    above 65535. One odd GPU never drops the others.
+    above 16383 (cpulist.MAX_CPUS - 1). One odd GPU never drops the others.
   - Read-only. Never reports a change.
 author:
   - dlrack.node contributors (@dlrack)
