@@ -29,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
+from ansible_collections.dlrack.node.plugins.module_utils import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import assess_ecc
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
     MAX_GPUS, MAX_STR, Problem, check_hw, check_workload, to_int, to_number)
@@ -553,21 +554,25 @@ _ROLES = {"system": "system disk", "read_only": "read-only", "small": "small", "
 
 
 def _not_data_disk(disk, min_bytes):
-    """Why a disk is not a local data disk, or None when it is one. hw_facts' own verdict (``role``)
-    is taken as it is; the same rules apply to declared entries and older gathered documents."""
+    """Why a disk is not a local data disk, or None when it is one. The node's one rule
+    (``blockdev.disk_role``: system, read-only, small, removable) decides, taken from hw_facts'
+    ``role`` when gathered and applied to declared entries the same way; on top of it the
+    controller excludes read-only images by signature, disks below the ``min_data_disk_gb``
+    threshold and disks of unknown kind."""
     in_use = disk.get("in_use") or {}
     image = [s.split(":")[-1] for s in in_use.get("signatures") or [] if s.split(":")[-1] in _IMAGE_FS]
-    if in_use.get("system") or disk.get("role") == "system":
+    role = disk.get("role") or blockdev.disk_role(disk)
+    if role == "system":
         return "system disk"
-    if disk.get("read_only") or image:
+    if role == "read_only" or image:
         return "read-only%s" % (" " + image[0] if image else "")
-    if disk.get("removable") is True:
-        return "removable"
     size = disk.get("size_bytes")
     if size is not None and size < min_bytes:
         return "%.1f GB, below %g GB" % (size / 1e9, min_bytes / 1e9)
-    if disk.get("role") in _ROLES:
-        return _ROLES[disk["role"]]
+    if role == "removable" or disk.get("role") in _ROLES:
+        # a declared entry's size is judged by the threshold above only (declarations may
+        # describe small disks on purpose); hw_facts' own "small" verdict stands
+        return _ROLES[disk.get("role") or role]
     if disk.get("kind") is None and disk.get("transport") != "virtio":
         return "kind unknown"
     return None
