@@ -106,8 +106,8 @@ def lsblk_tree(root, text, facts=None, swaps=(), udev=None):
             write(root, d + "/partition", "%d\n" % int(re.sub(r"\D", "", k[len(row["parent"]):]) or 1))
         elif row["type"] in ("disk", "rom"):
             d = "/sys/devices/%s/block/%s" % (f.get("devpath", "virtual"), k)
-            link(root, "/sys/block/" + k, os.path.relpath(os.path.join(root, d.lstrip("/")),
-                                                           os.path.join(root, "sys/block")))
+            target = os.path.relpath(os.path.join(root, d.lstrip("/")), os.path.join(root, "sys/block"))
+            link(root, "/sys/block/" + k, target)
             write(root, d + "/queue/rotational", "%d\n" % f.get("rotational", 0))
             write(root, d + "/removable", "%s\n" % row["rm"])
             for key in ("model", "serial"):
@@ -187,8 +187,8 @@ def kingston(root, swaps=()):
                 "model": "WDC WD800JD-00MS", "serial": "WD-WMAM9ABC1234",
                 "links": ["ata-WDC_WD800JD-00MSA1_WD-WMAM9ABC1234"]},
         "nvme0n1": {"devpath": "pci0000:00/0000:00:1d.0/nvme/nvme0", "model": "KINGSTON SKC1000240G",
-                    "serial": "50026B7282A1B2C3", "links": ["nvme-KINGSTON_SKC1000240G_50026B7282A1B2C3",
-                                                           "nvme-eui.0026b7282a1b2c35"]},
+                    "serial": "50026B7282A1B2C3",
+                    "links": ["nvme-KINGSTON_SKC1000240G_50026B7282A1B2C3", "nvme-eui.0026b7282a1b2c35"]},
     }
     return lsblk_tree(str(root), read(real("lsblk", "util-linux-expected-nvme-sata-basic-cols.txt")), facts,
                       swaps=swaps)

@@ -25,7 +25,7 @@ def main():
     procs = [ctx.Process(target=work, args=(pinner, w, queue)) for w in range(n)]
     for p in procs:
         p.start()
-    got = dict(queue.get(timeout=60) for _ in procs)
+    got = dict(queue.get(timeout=60) for dummy in procs)
     for p in procs:
         p.join()
     print(json.dumps({"prefix": sys.prefix, "module": dlrack_affinity.__file__,

@@ -426,7 +426,7 @@ def default_lib_dir():
     This file is <lib>/ansible_collections/dlrack/node/plugins/module_utils/gpu_bind.py.
     """
     here = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(5):
+    for dummy in range(5):
         here = os.path.dirname(here)
     return here
 

@@ -322,7 +322,7 @@ def _gpu_entries(hw):
         idx = _int_or_none(g.get("index"), "gpus[%d].index" % i)
         gpus.append((idx if idx is not None else i, i, g))
     gpus.sort(key=lambda t: t[0])          # stable: equal indexes keep their order
-    for (a, _, _), (b, i, _) in zip(gpus, gpus[1:]):
+    for (a, dummy, dummy2), (b, i, dummy3) in zip(gpus, gpus[1:]):
         if a == b:
             raise AffinityError("gpus[%d].index: GPU index %d is not unique" % (i, b))
     return gpus
@@ -376,10 +376,10 @@ def _place(topo, units, gpus, reserved, warnings):
     A GPU without a usable node joins, within its candidate CPUs, the unit with the most usable
     cores per GPU (ties: lowest CPU id), after the node-local GPUs are placed.
     """
-    unit_of_core = dict((k, u_i) for u_i, (_, keys) in enumerate(units) for k in keys)
+    unit_of_core = dict((k, u_i) for u_i, (dummy, keys) in enumerate(units) for k in keys)
     members = dict((u_i, []) for u_i in range(len(units)))
     usable = dict((u_i, len([k for k in keys if k not in reserved]))
-                  for u_i, (_, keys) in enumerate(units))
+                  for u_i, (dummy, keys) in enumerate(units))
     deferred = []
     for idx, i, g in gpus:
         node = _int_or_none(g.get("numa_node"), "gpus[%d].numa_node" % i)

@@ -249,9 +249,9 @@ def venv_python(tmp_path):
 
 
 def test_without_launcher_a_venv_cannot_import_the_helper(venv_python):
-    py, _ = venv_python
+    py, dummy = venv_python
     r = subprocess.run([py, "-c", "import dlrack_affinity"], stderr=subprocess.PIPE,
-                       universal_newlines=True, env={"PATH": os.environ["PATH"]})
+                       universal_newlines=True, env={"PATH": os.environ["PATH"]}, check=False)
     assert r.returncode == 1 and "No module named 'dlrack_affinity'" in r.stderr
 
 
@@ -275,7 +275,7 @@ def test_launcher_makes_the_helper_importable_in_a_venv_and_workers_split(launch
 
 
 def test_launcher_prepends_its_lib_to_pythonpath_once(launcher, node_lib):
-    exe, _ = launcher
+    exe, dummy = launcher
     code = "import os; print(os.environ['PYTHONPATH'])"
     r = run(exe, ["--no-numactl", sys.executable, "-c", code], LOCAL_RANK="0",
             PYTHONPATH=os.pathsep.join(["/a", node_lib, "", "/b"]))
@@ -286,26 +286,26 @@ def test_launcher_prepends_its_lib_to_pythonpath_once(launcher, node_lib):
 
 
 def test_print_pythonpath_is_the_documented_non_launcher_way(launcher, venv_python, node_lib):
-    exe, _ = launcher
+    exe, dummy = launcher
     r = run(exe, ["--print-pythonpath"])
     assert r.returncode == 0 and r.stdout == node_lib + "\n"
-    py, _ = venv_python
+    py, dummy = venv_python
     r = subprocess.run([py, "-c", "import dlrack_affinity as d; print(d.bind_main.__name__)"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                       env={"PATH": os.environ["PATH"], "PYTHONPATH": r.stdout.strip()})
+                       env={"PATH": os.environ["PATH"], "PYTHONPATH": r.stdout.strip()}, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "bind_main", r.stderr
 
 
 def test_pth_file_is_the_other_non_launcher_way(venv_python, node_lib):
     """What the role's gpu_affinity_pth_pythons task writes: <purelib>/dlrack-affinity.pth."""
-    py, _ = venv_python
+    py, dummy = venv_python
     purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
     with open(os.path.join(purelib, "dlrack-affinity.pth"), "w") as f:
         f.write(node_lib + "\n")
     r = subprocess.run([py, "-c", "import dlrack_affinity as d; print(d.split_cpus([0, 1, 2], 2, 0, '/none'))"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                       env={"PATH": os.environ["PATH"]})
+                       env={"PATH": os.environ["PATH"]}, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "[0, 1]", r.stderr
 
 

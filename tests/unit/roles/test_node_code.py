@@ -83,7 +83,7 @@ def _bare_python(lib, code):
     """Run code in an interpreter that sees only the standard library and <lib>."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": lib}
     return subprocess.run([sys.executable, "-S", "-c", code], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60)
+                          stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60, check=False)
 
 
 def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):

@@ -13,6 +13,7 @@ from blocktrees import (TOSHIBA_EUI, TOSHIBA_ID, TOSHIBA_MODEL, fake_blkid, h200
                         toshiba, write)
 from realdata import read, real
 
+
 @pytest.fixture(scope="module")
 def h200(tmp_path_factory):
     return h200_tree(tmp_path_factory.mktemp("h200"))
@@ -213,7 +214,9 @@ def test_empty_root(tmp_path):
 def test_blkid_exit_2_with_an_error_is_not_blank(tmp_path):
     # real blkid 2.38 on a device it may not open: rc 2 (its "nothing found" code) plus this line
     errors = []
-    run = lambda argv: (2, "", "blkid: error: /dev/nvme0n1: Operation not permitted\n")  # noqa: E731
+
+    def run(argv):
+        return 2, "", "blkid: error: /dev/nvme0n1: Operation not permitted\n"
     d = bd.BlockDevices(toshiba(tmp_path), run=run, blkid="/sbin/blkid", errors=errors).disks()[0]
     assert d["probe"] is None and "its signatures are unknown" in bd.in_use_reasons(d)[0]
     assert errors == ["blkid -p /dev/nvme0n1 failed (rc=2): blkid: error: /dev/nvme0n1: Operation not permitted"]

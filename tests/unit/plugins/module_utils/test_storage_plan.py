@@ -150,8 +150,8 @@ def test_in_use_refused_with_fix(mutate, phrase):
     disks = node(0, 4)
     mutate(disks[2])
     with pytest.raises(sp.StoragePlanError) as e:
-        sp.plan_storage(disks, cfg(hot_enabled=False, cold_devices=["HD00", "/dev/disk/by-id/ata-MODEL_HD01", "HD02",
-                                                                  "HD03"]))
+        sp.plan_storage(disks, cfg(hot_enabled=False,
+                                   cold_devices=["HD00", "/dev/disk/by-id/ata-MODEL_HD01", "HD02", "HD03"]))
     (msg,) = e.value.messages
     assert msg.startswith("gpu01: storage_tiers_cold_devices: /dev/disk/by-id/ata-MODEL_HD01 ")
     assert phrase in msg

@@ -28,8 +28,8 @@ MD_DEV_UUID=11111111:22222222:33333333:44444444
 """
 
 
-def decide(running=None, examined=None, signatures=None, holders=None, allow=(), level=0, members=NV, usage=None):
-    return m.decide("dlrack-hot", level, members, running or {}, examined or {}, signatures or {},
+def decide(running=None, examined=None, signatures=None, holders=None, allow=(), level=0, members=None, usage=None):
+    return m.decide("dlrack-hot", level, NV if members is None else members, running or {}, examined or {}, signatures or {},
                     holders or {}, set(allow), 512, "1.2", usage=usage)
 
 
@@ -39,14 +39,14 @@ def test_parse_export():
 
 
 def test_create_on_blank_members():
-    action, argv, _ = decide()
+    action, argv, dummy = decide()
     assert action == "create"
     assert argv == ["mdadm", "--create", "/dev/md/dlrack-hot", "--run", "--assume-clean", "--metadata=1.2",
                     "--level=0", "--raid-devices=2", "--name=dlrack-hot", "--chunk=512"] + NV
 
 
 def test_raid1_has_no_chunk():
-    _a, argv, _ = decide(level=1)
+    _a, argv, dummy = decide(level=1)
     assert not any(a.startswith("--chunk") for a in argv)
 
 
@@ -98,7 +98,7 @@ def test_foreign_member_filesystem_partition_refused():
 
 
 def test_allowed_signatures_pass():
-    action, _argv, _ = decide(signatures={NV[1]: {"TYPE": "ext4"}}, allow={NV[1]})
+    action, _argv, dummy = decide(signatures={NV[1]: {"TYPE": "ext4"}}, allow={NV[1]})
     assert action == "create"
 
 
@@ -140,8 +140,8 @@ nvme2n1 259:2 0 1T 0 disk
 """
 
 
-def run_main(monkeypatch, check_mode, responses, tmp_path, lsblk=LSBLK, devices=NV, allow=(), root=None):
-    params = {"name": "dlrack-hot", "level": 0, "devices": list(devices), "chunk_kb": 512, "metadata": "1.2",
+def run_main(monkeypatch, check_mode, responses, tmp_path, lsblk=LSBLK, devices=None, allow=(), root=None):
+    params = {"name": "dlrack-hot", "level": 0, "devices": list(NV if devices is None else devices), "chunk_kb": 512, "metadata": "1.2",
               "allow_signatures": list(allow)}
     fake = FakeModule(params, check_mode, list(responses) + [(["blkid"], (2, "", ""))])   # blank: exit 2, silent
     monkeypatch.setattr(m, "AnsibleModule", lambda **kw: fake)
