@@ -115,7 +115,8 @@ class Cuda:
                                   % (LIBCUDA, ", ".join(sorted(missing))))
 
     @classmethod
-    def load(cls, path=LIBCUDA):
+    def load(cls, path=None):
+        path = path or LIBCUDA
         try:
             lib = ctypes.CDLL(path)
         except OSError as exc:
