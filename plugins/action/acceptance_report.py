@@ -10,7 +10,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import evaluate, summary_lines, write_reports
+from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
+    ReportWriteError, evaluate, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
 
 _SPEC = {
@@ -40,7 +41,10 @@ class ActionModule(ActionBase):
         doc = evaluate(inputs, args["fail_on"])
         lines = summary_lines(doc)
         if args.get("report_dir"):
-            result["report_paths"] = write_reports(args["report_dir"], doc, args["report_prefix"])
+            try:
+                result["report_paths"] = write_reports(args["report_dir"], doc, args["report_prefix"])
+            except ReportWriteError as exc:
+                raise AnsibleActionFail("acceptance_report: %s\n%s" % (exc, "\n".join(lines)))
             lines.append("reports: " + ", ".join(result["report_paths"][k] for k in ("html", "json", "xml")))
         result.update(changed=False, summary=doc["summary"], failed_hosts=doc["summary"]["failed_hosts"],
                       host_status={h: r["status"] for h, r in doc["hosts"].items()}, lines=lines, text="\n".join(lines))

@@ -14,12 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-import os
-import re
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.report import _CSS, _atomic_write, _now
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
+    ReportWriteError, junit_case, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
 
 VERDICTS = ("pass", "warning", "error", "skip")
 _RANK = {"skip": 0, "pass": 1, "warning": 2, "error": 3}
@@ -329,7 +327,7 @@ def evaluate(inputs, fail_on="error"):
         except AcceptanceError as exc:
             status, ms = "error", [_m("host.thresholds", "error", "%s: %s; fix the host's acceptance_* variables" % (host, exc))]
         hosts[host] = {"status": status, "check_mode": bool((item.get("raw") or {}).get("check_mode")), "measurements": ms}
-    summary = {"hosts": len(hosts), "fail_on": fail_on, "generated_at": _now()}
+    summary = {"hosts": len(hosts), "fail_on": fail_on, "generated_at": now_iso()}
     for v in VERDICTS:
         summary[v] = sum(1 for r in hosts.values() if r["status"] == v)
     per = {}
@@ -354,46 +352,43 @@ def summary_lines(doc):
 
 
 # ------------------------------------------------------------------------------------ writers
-
-_XML_BAD = re.compile(u"[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd]")
-
-
-def _x(text):
-    """Text safe inside XML 1.0 (control characters dropped)."""
-    return _XML_BAD.sub("", "" if text is None else str(text))
-
+# The shared report helpers (plugin_utils/report.py) do the strict JSON, the XML-safe JUnit and the
+# atomic write of the three files as one set; only the acceptance-specific layout is here.
 
 def build_junit(doc):
-    hosts = doc["hosts"]
-    total = sum(len(r["measurements"]) for r in hosts.values())
-    failures = sum(1 for r in hosts.values() for m in r["measurements"] if m["verdict"] == "error")
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<testsuites name="dlrack.node acceptance" tests="%d" failures="%d">' % (total, failures)]
-    for host, r in sorted(hosts.items()):
-        ms = r["measurements"]
-        lines.append('  <testsuite name=%s tests="%d" failures="%d" skipped="%d">' % (
-            quoteattr(_x(host)), len(ms), sum(m["verdict"] == "error" for m in ms), sum(m["verdict"] == "skip" for m in ms)))
-        for m in ms:
+    """One testsuite per host, one testcase per measurement: error -> failure, skip -> skipped,
+    warning -> passed with the reason in system-out (JUnit has no warning state)."""
+    suites = []
+    for host, r in sorted(doc["hosts"].items()):
+        cases = []
+        for m in r["measurements"]:
             name = m["name"] + (" [%s]" % m["target"] if m["target"] else "")
-            lines.append('    <testcase classname=%s name=%s>' % (quoteattr(_x("acceptance." + host)), quoteattr(_x(name))))
-            if m["verdict"] == "error":
-                lines.append('      <failure message=%s type="error">value: %s %s\nexpected: %s</failure>' % (
-                    quoteattr(_x(m["reason"])), escape(_x(m["value"])), escape(_x(m["unit"] or "")), escape(_x(m["expected"]))))
-            elif m["verdict"] == "skip":
-                lines.append('      <skipped message=%s/>' % quoteattr(_x(m["reason"])))
-            else:
-                lines.append('      <system-out>[%s] %s</system-out>' % (m["verdict"], escape(_x(m["reason"]))))
-            lines.append('    </testcase>')
-        lines.append('  </testsuite>')
-    lines.append('</testsuites>')
-    return "\n".join(lines) + "\n"
+            result = {"error": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
+            text = "value: %s %s\nexpected: %s" % (m["value"], m["unit"] or "", m["expected"]) if result == "failure" else None
+            cases.append(junit_case("acceptance." + host, name, result, message=m["reason"] if result != "passed" else None,
+                                    kind="error" if result == "failure" else None, text=text,
+                                    system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
+        suites.append({"name": host, "cases": cases})
+    return junit_xml(suites, name="dlrack.node acceptance")
 
 
 _CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip"}
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
+header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#b8c0cc}
+main{padding:20px 28px;max-width:1400px}.cards{display:flex;gap:12px;margin-bottom:18px}
+.card{background:#fff;border-radius:8px;padding:12px 18px;min-width:110px;box-shadow:0 1px 2px #0002}.card b{display:block;font-size:26px}
+.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}.skip{color:#57606a}.muted{color:#57606a}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
+.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}
+section{background:#fff;border-radius:8px;margin:18px 0;padding:14px 18px;box-shadow:0 1px 2px #0002}
+table{border-collapse:collapse;width:100%}th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top;font-size:13px}
+th{background:#eef0f3;font-weight:600;font-size:12px}td.n{white-space:nowrap}
+"""
 
 
 def _h(value):
-    return '<span class="muted">-</span>' if value is None else escape(_x(value))
+    return '<span class="muted">-</span>' if value is None else escape(xml_safe(value))
 
 
 def build_html(doc, title="dlrack.node acceptance report"):
@@ -408,16 +403,16 @@ def build_html(doc, title="dlrack.node acceptance report"):
         h.append('<div class="card"><b class="%s">%d</b>%s</div>' % (_CLASS[v], s[v], v))
     h.append("</div>")
     for host, r in sorted(doc["hosts"].items()):
-        h.append('<section class="host" id="host-%s"><h2>%s <span class="badge %s">%s</span></h2>'
-                 % (escape(_x(host)), escape(_x(host)), _CLASS[r["status"]], r["status"]))
+        h.append('<section id="host-%s"><h2>%s <span class="badge %s">%s</span></h2>'
+                 % (escape(xml_safe(host)), escape(xml_safe(host)), _CLASS[r["status"]], r["status"]))
         if r.get("check_mode"):
             h.append('<p class="muted">check mode: nothing was measured</p>')
-        h.append('<table class="findings"><tr><th>verdict</th><th>measurement</th><th>target</th><th>value</th>'
-                 '<th>expected</th><th>reason</th></tr>')
+        h.append("<table><tr><th>verdict</th><th>measurement</th><th>target</th><th>value</th><th>expected</th><th>reason</th></tr>")
         for m in r["measurements"]:
             value = None if m["value"] is None else "%s %s" % (m["value"], m["unit"] or "")
-            exp = None if m["expected"] is None else ">= %s %s" % (m["expected"], m["unit"] or "") if m["unit"] else m["expected"]
-            h.append('<tr><td><span class="badge %s">%s</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+            exp = m["expected"] if m["expected"] is None or not m["unit"] else ">= %s %s" % (m["expected"], m["unit"])
+            h.append('<tr><td><span class="badge %s">%s</span></td><td class="n">%s</td><td class="n">%s</td>'
+                     '<td class="n">%s</td><td class="n">%s</td><td>%s</td></tr>'
                      % (_CLASS[m["verdict"]], m["verdict"], escape(m["name"]), _h(m["target"]), _h(value), _h(exp), _h(m["reason"])))
         h.append("</table></section>")
     h.append("</main></body></html>")
@@ -425,12 +420,11 @@ def build_html(doc, title="dlrack.node acceptance report"):
 
 
 def write_reports(report_dir, doc, prefix="acceptance"):
-    """Write <prefix>.json (strict JSON), .xml (JUnit) and .html; return their paths."""
-    os.makedirs(report_dir, exist_ok=True)
-    texts = (("json", json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"),
-             ("xml", build_junit(doc)), ("html", build_html(doc)))
-    paths = {}
-    for ext, text in texts:
-        paths[ext] = os.path.join(report_dir, "%s.%s" % (prefix, ext))
-        _atomic_write(paths[ext], text)
-    return paths
+    """Write <prefix>.json (strict JSON), .xml (JUnit) and .html as one set; return their paths by
+    extension. ReportWriteError names the directory when it cannot be written."""
+    files = {prefix + ".json": strict_json_dumps(doc), prefix + ".xml": build_junit(doc), prefix + ".html": build_html(doc)}
+    paths = write_file_set(report_dir, files)
+    return {name.rsplit(".", 1)[1]: path for name, path in paths.items()}
+
+
+__all__ = ["AcceptanceError", "ReportWriteError", "evaluate", "judge_host", "link_rate_gbps", "summary_lines", "write_reports"]

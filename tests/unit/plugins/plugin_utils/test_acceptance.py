@@ -189,7 +189,9 @@ def test_reports(tmp_path):
     check["check_mode"] = True
     doc = acc.evaluate({"gpu-01": {"raw": raw}, "gpu-02": {"raw": check}}, "error")
     paths = acc.write_reports(str(tmp_path), doc)
-    assert sorted(os.listdir(str(tmp_path))) == ["acceptance.html", "acceptance.json", "acceptance.xml"]
+    written = sorted(n for n in os.listdir(str(tmp_path)) if not n.startswith("."))
+    assert written == ["acceptance.html", "acceptance.json", "acceptance.xml"]
+    assert not [n for n in os.listdir(str(tmp_path)) if n.endswith(".tmp")]  # no temporary file left
     data = json.loads(open(paths["json"]).read(), parse_constant=lambda c: pytest.fail("non-strict JSON " + c))
     assert set(data) == {"hosts", "summary"}
     for m in data["hosts"]["gpu-01"]["measurements"]:
@@ -200,6 +202,8 @@ def test_reports(tmp_path):
     names = [tc.get("name") for tc in suites.iter("testcase")]
     assert "gpu.h2d_bandwidth [GPU0 0000:00:06.0]" in names
     html = open(paths["html"]).read()
-    assert "gpu-01" in html and "&lt;bad&gt; &amp;" in html and "\x00" not in html
+    assert "gpu-01" in html and "&lt;bad&gt; &amp;" in html and "\x00" not in html and "\\x00worse" in html
+    with pytest.raises(acc.ReportWriteError, match="not a directory"):
+        acc.write_reports(paths["json"], doc)
     lines = acc.summary_lines(doc)
     assert lines[0] == "dlrack.node acceptance: 2 host(s): 1 pass, 0 warning, 1 error, 0 skip"
