@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side acceptance verdicts for every host of the play, written as the fleet reports."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
+    ReportWriteError, evaluate, summary_lines, write_reports)
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+
+_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "report_dir": {"type": "path"},
+    "report_prefix": {"type": "str", "default": "acceptance"},
+    "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
+    "results_var": {"type": "str", "default": "__acceptance_measured"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        validation = ArgumentSpecValidator(_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("acceptance_report: %s" % "; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        hostvars = task_vars.get("hostvars", {})
+        inputs = {}
+        for host in args["hosts"]:
+            item = (hostvars.get(host) or {}).get(args["results_var"])
+            inputs[host] = _plain(item) if isinstance(item, dict) else {}
+        doc = evaluate(inputs, args["fail_on"])
+        lines = summary_lines(doc)
+        if args.get("report_dir"):
+            try:
+                result["report_paths"] = write_reports(args["report_dir"], doc, args["report_prefix"])
+            except ReportWriteError as exc:
+                raise AnsibleActionFail("acceptance_report: %s\n%s" % (exc, "\n".join(lines)))
+            lines.append("reports: " + ", ".join(result["report_paths"][k] for k in ("html", "json", "xml")))
+        result.update(changed=False, summary=doc["summary"], failed_hosts=doc["summary"]["failed_hosts"],
+                      host_status={h: r["status"] for h, r in doc["hosts"].items()}, lines=lines, text="\n".join(lines))
+        return result

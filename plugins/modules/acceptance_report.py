@@ -1,0 +1,94 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Documentation only: the work is done on the controller by plugins/action/acceptance_report.py.
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: acceptance_report
+short_description: Judge the acceptance measurements of the fleet and write the reports
+version_added: 0.1.0
+description:
+  - Runs once on the controller (use it with C(run_once=true)) over all hosts of the play. For each host
+    it reads the variable named by O(results_var), C({raw, thresholds}) where C(raw) is the result of
+    M(dlrack.node.acceptance_measure) and C(thresholds) the host's acceptance thresholds, and judges
+    every measurement C(pass), C(warning), C(error) or C(skip).
+  - "Host<->GPU bandwidth is judged against the theoretical rate of the PCIe link the GPU can negotiate
+    (generation = the lower of the GPU's and the slot's maximum, width = the GPU's maximum; Gen5 x16 =
+    63.0 GB/s) times C(link_fraction); storage against a per-GPU rate times the GPUs; GPU pairs and
+    NUMA nodes against the fleet of pairs/nodes on the host."
+  - A host without a result (it failed or was unreachable before measuring) is an C(error).
+  - Writes C(acceptance.json), C(acceptance.xml) (JUnit) and C(acceptance.html) into O(report_dir).
+  - Never connects to a host and never reports a change.
+options:
+  hosts:
+    description: Inventory names to report (normally C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  report_dir:
+    description: Directory on the controller for the reports; omit to write none.
+    type: path
+  report_prefix:
+    description: File name stem of the reports.
+    type: str
+    default: acceptance
+  fail_on:
+    description: C(error) lists hosts with errors in RV(failed_hosts); C(warning) also hosts with warnings; C(never) none.
+    type: str
+    choices: [error, warning, never]
+    default: error
+  results_var:
+    description: Host variable holding C({raw, thresholds}) (set by the acceptance role).
+    type: str
+    default: __acceptance_measured
+attributes:
+  check_mode:
+    support: full
+    description: Reads variables and writes reports on the controller; never changes a host.
+  action:
+    support: full
+  connection:
+    support: none
+author: dlrack.node contributors
+"""
+
+EXAMPLES = r"""
+- name: Judge and write the acceptance reports
+  dlrack.node.acceptance_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    report_dir: /srv/reports/rack-07
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+summary:
+  description: Host counts by status, measurement counts by verdict, C(failed_hosts), C(fail_on), C(generated_at).
+  type: dict
+  returned: always
+host_status:
+  description: C(pass), C(warning), C(error) or C(skip) per host.
+  type: dict
+  returned: always
+failed_hosts:
+  description: Hosts that must fail according to O(fail_on).
+  type: list
+  returned: always
+lines:
+  description: A readable summary, one line per host and measurement.
+  type: list
+  returned: always
+text:
+  description: RV(lines) joined.
+  type: str
+  returned: always
+report_paths:
+  description: Paths of the files written.
+  type: dict
+  returned: when report_dir is set
+"""

@@ -1,0 +1,430 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Acceptance verdicts (controller side): the raw figures of acceptance_measure judged against each
+host's thresholds, and the reports DIR/acceptance.json, acceptance.xml (JUnit), acceptance.html.
+
+Every measurement is {name, target, value, unit, expected, verdict, reason, details}; ``expected``
+is the minimum the value must reach (same unit), or null when there is nothing to compare with.
+Verdicts: ``pass``; ``warning`` (within ``tolerance`` below expected, or measured under conditions
+that make the figure doubtful); ``error`` (further below, or the measurement failed); ``skip`` (not
+measured, with the reason). A host's status is its worst verdict (all skips: ``skip``).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from xml.sax.saxutils import escape
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
+    ReportWriteError, junit_case, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
+
+VERDICTS = ("pass", "warning", "error", "skip")
+_RANK = {"skip": 0, "pass": 1, "warning": 2, "error": 3}
+
+# PCIe per-lane transfer rate (GT/s) and line-code efficiency by generation: 8b/10b up to Gen2,
+# 128b/130b for Gen3-5, FLIT mode (242/256 payload) for Gen6.
+PCIE_GT = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+PCIE_EFFICIENCY = {1: 0.8, 2: 0.8, 3: 128.0 / 130, 4: 128.0 / 130, 5: 128.0 / 130, 6: 242.0 / 256}
+
+DEFAULT_THRESHOLDS = {
+    "link_fraction": 0.8,            # host<->GPU copies must reach 80% of the link's theoretical rate
+    "tolerance": 0.1,                # up to 10% below expected is a warning, further below an error
+    "p2p_pair_ratio": 0.8,           # every GPU pair within 80% of the median pair
+    "p2p_min_gbps": 0.0,             # optional absolute floor per pair (0 = none)
+    "hot_read_gbps_per_gpu": 1.0,
+    "hot_write_gbps_per_gpu": 0.5,
+    "cold_read_gbps_per_gpu": 0.1,
+    "cold_write_gbps_per_gpu": 0.1,
+    "gpu_count": 0,                  # GPUs the storage must feed; 0 = the GPUs found (at least 1)
+    "memory_node_ratio": 0.8,        # every NUMA node within 80% of the best node
+    "memory_min_gbps": 0.0,          # optional absolute floor per node (0 = none)
+    "require_persistence": True,
+}
+
+
+class AcceptanceError(ValueError):
+    pass
+
+
+def link_rate_gbps(gen, width):
+    """Theoretical one-direction data rate of a PCIe link in decimal GB/s (Gen5 x16 = 63.0)."""
+    if gen not in PCIE_GT or not width:
+        return None
+    return PCIE_GT[gen] * width * PCIE_EFFICIENCY[gen] / 8.0
+
+
+def verdict_for(value, expected, tolerance):
+    if expected is None:
+        return "pass"
+    if value >= expected:
+        return "pass"
+    if value >= expected * (1.0 - tolerance):
+        return "warning"
+    return "error"
+
+
+def _m(name, verdict, reason, target=None, value=None, unit=None, expected=None, details=None):
+    if verdict not in VERDICTS:
+        raise AcceptanceError("unknown verdict %r" % verdict)
+    out = {"name": name, "target": target, "value": value, "unit": unit, "expected": expected,
+           "verdict": verdict, "reason": reason}
+    if details:
+        out["details"] = details
+    return out
+
+
+def _r(x):
+    return None if x is None else round(float(x), 2)
+
+
+def thresholds_for(raw_thresholds):
+    """Validated thresholds (defaults filled in); AcceptanceError names the bad field."""
+    out = dict(DEFAULT_THRESHOLDS)
+    for key, value in (raw_thresholds or {}).items():
+        if key not in DEFAULT_THRESHOLDS:
+            raise AcceptanceError("unknown acceptance threshold %r (known: %s)" % (key, ", ".join(sorted(DEFAULT_THRESHOLDS))))
+        if key == "require_persistence":
+            out[key] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+            continue
+        try:
+            num = float(value)
+        except (TypeError, ValueError):
+            raise AcceptanceError("acceptance threshold %s=%r is not a number" % (key, value))
+        if num < 0 or num != num or (key in ("link_fraction", "tolerance", "p2p_pair_ratio", "memory_node_ratio") and num > 1):
+            raise AcceptanceError("acceptance threshold %s=%r is out of range" % (key, value))
+        out[key] = num
+    return out
+
+
+# ------------------------------------------------------------------------------------------ GPU
+
+def _gpu_target(dev):
+    return "GPU%s %s" % (dev.get("ordinal"), dev.get("pci_bus_id") or "")
+
+
+def _judge_copy(name, dev, key, th):
+    target = _gpu_target(dev).strip()
+    if dev.get("error"):
+        return _m(name, "error", dev["error"], target)
+    fig = dev.get(key + "_pinned")
+    if not fig:
+        return _m(name, "error", "no %s figure was measured" % key, target)
+    link = dev.get("link") or {}
+    gen, width_max, width = link.get("gen_max"), link.get("width_max") or link.get("width"), link.get("width")
+    rate = link_rate_gbps(gen, width_max)
+    page = dev.get(key + "_pageable") or {}
+    details = {"pinned": fig, "pageable": page or None, "link": link or None}
+    value = fig["gbps"]
+    extra = "; pageable %s GB/s" % page["gbps"] if page.get("gbps") is not None else ""
+    if rate is None:
+        return _m(name, "warning", "%s GB/s measured; the GPU's PCIe link capability is unknown, so it cannot be judged%s"
+                  % (value, extra), target, value, "GB/s", None, details)
+    expected = _r(rate * th["link_fraction"])
+    verdict = verdict_for(value, expected, th["tolerance"])
+    reason = "%s GB/s = %d%% of PCIe Gen%d x%d (%.1f GB/s); expected >= %d%% (%s GB/s)%s" % (
+        value, round(100.0 * value / rate), gen, width_max, rate, round(100 * th["link_fraction"]), expected, extra)
+    if width and width_max and width < width_max:
+        reason += "; the link is negotiated at x%d of x%d: reseat the GPU or check the slot/riser wiring" % (width, width_max)
+    return _m(name, verdict, reason, target, value, "GB/s", expected, details)
+
+
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+def judge_gpu(gpu, th):
+    names = ("gpu.h2d_bandwidth", "gpu.d2h_bandwidth")
+    status = (gpu or {}).get("status", "skip")
+    if status != "ok":
+        verdict = "error" if status == "error" else "skip"
+        reason = (gpu or {}).get("reason") or "not measured"
+        return [_m(n, verdict, reason) for n in names + ("gpu.p2p_bandwidth",)]
+    out = []
+    for dev in gpu.get("devices") or []:
+        out.append(_judge_copy(names[0], dev, "h2d", th))
+        out.append(_judge_copy(names[1], dev, "d2h", th))
+    pairs = gpu.get("p2p")
+    if len(gpu.get("devices") or []) < 2:
+        out.append(_m("gpu.p2p_bandwidth", "skip", "one GPU: no GPU pair to measure"))
+    elif pairs is None:
+        out.append(_m("gpu.p2p_bandwidth", "skip", "disabled (acceptance_p2p: false)"))
+    else:
+        good = [p["gbps"] for p in pairs if p.get("gbps") is not None]
+        ref = _median(good) if good else None
+        for p in pairs:
+            target = "GPU%s->GPU%s" % (p.get("src"), p.get("dst")) if "src" in p else None
+            if p.get("error") or p.get("gbps") is None:
+                out.append(_m("gpu.p2p_bandwidth", "error", p.get("error") or "no figure", target))
+                continue
+            expected = _r(max(th["p2p_min_gbps"], th["p2p_pair_ratio"] * ref))
+            how = "direct peer access" if p.get("peer_access") else "no peer access: copies go through host memory"
+            reason = "%s GB/s (%s); expected >= %d%% of the median pair (%s GB/s)%s" % (
+                p["gbps"], how, round(100 * th["p2p_pair_ratio"]), _r(ref),
+                " and >= %s GB/s" % th["p2p_min_gbps"] if th["p2p_min_gbps"] else "")
+            out.append(_m("gpu.p2p_bandwidth", verdict_for(p["gbps"], expected, th["tolerance"]), reason, target,
+                          p["gbps"], "GB/s", expected, {k: p.get(k) for k in ("best", "worst", "n", "bytes", "peer_access")}))
+    return out
+
+
+HEALTH_EXPECTED = "no failed/pending row remaps, no volatile uncorrectable ECC, no thermal or power-brake slowdown, persistence on"
+
+
+def judge_health(health, th):
+    status = (health or {}).get("status", "skip")
+    if status != "ok":
+        return [_m("gpu.health", "error" if status == "error" else "skip", (health or {}).get("reason") or "not measured")]
+    out = []
+    for g in health.get("gpus") or []:
+        errors, warnings, notes = [], [], []
+        rr = g.get("remapped_rows") or {}
+        if rr.get("failure"):
+            errors.append("row remapping failed (the GPU is out of spare rows): replace the GPU")
+        if rr.get("pending"):
+            warnings.append("a row remap is pending: reset the GPU (or reboot) to apply it")
+        if rr.get("uncorrectable"):
+            notes.append("%d rows remapped for uncorrectable errors" % rr["uncorrectable"])
+        rp = g.get("retired_pages") or {}
+        if rp.get("pending"):
+            warnings.append("a page retirement is pending: reset the GPU (or reboot)")
+        if g.get("ecc_volatile_uncorrected"):
+            errors.append("%d volatile uncorrectable ECC errors since the driver loaded" % g["ecc_volatile_uncorrected"])
+        faults = [r for r in g.get("throttle_active") or [] if r in ("hw_slowdown", "hw_thermal_slowdown",
+                                                                      "hw_power_brake_slowdown", "sw_thermal_slowdown")]
+        if faults:
+            errors.append("clocks held down now by %s: check cooling, power and the PSU/brake signal" % ", ".join(faults))
+        hist = {k: v for k, v in (g.get("throttle_counters") or {}).items()
+                if k in ("hw_therm_slowdown", "hw_power_brake", "sw_therm_slowdown") and v}
+        if hist:
+            warnings.append("has throttled since the driver loaded (%s)" % ", ".join(
+                "%s %.1f s" % (k, v / 1e6) for k, v in sorted(hist.items())))
+        if g.get("persistence_mode") is False and th["require_persistence"]:
+            warnings.append("persistence mode is off: enable nvidia-persistenced")
+        if g.get("ecc_mode") is False:
+            warnings.append("ECC is disabled")
+        verdict = "error" if errors else "warning" if warnings else "pass"
+        problems = errors + warnings
+        reason = "; ".join(problems + notes) or "healthy"
+        out.append(_m("gpu.health", verdict, reason, "GPU%s %s" % (g.get("index"), g.get("pci_bus_id")),
+                      "ok" if not problems else "%d problem(s)" % len(problems), None, HEALTH_EXPECTED,
+                      {k: g.get(k) for k in ("product_name", "persistence_mode", "remapped_rows", "retired_pages",
+                                             "ecc_volatile_uncorrected", "throttle_active", "throttle_counters")}))
+    return out or [_m("gpu.health", "skip", "nvidia-smi lists no GPU")]
+
+
+def judge_dcgm(dcgm):
+    status = (dcgm or {}).get("status", "skip")
+    if status == "skip":
+        return [_m("gpu.dcgm_diag", "skip", (dcgm or {}).get("reason") or "not run")]
+    if status == "error":
+        return [_m("gpu.dcgm_diag", "error", dcgm.get("reason") or "dcgmi diag failed")]
+    tests = dcgm.get("tests") or []
+    by = {s: [t for t in tests if t["status"] == s] for s in ("fail", "warn", "pass", "skip")}
+    verdict = "error" if by["fail"] else "warning" if by["warn"] else "pass" if by["pass"] else "skip"
+    bad = ["%s %s%s" % (t["name"], t["status"], (": " + "; ".join(t["messages"])) if t["messages"] else "")
+           for t in by["fail"] + by["warn"]]
+    reason = "; ".join(bad) or "%d test(s) passed, %d skipped" % (len(by["pass"]), len(by["skip"]))
+    return [_m("gpu.dcgm_diag", verdict, "dcgmi diag -r %s: %s" % (dcgm.get("level", 1), reason), None,
+               "%d pass, %d warn, %d fail" % (len(by["pass"]), len(by["warn"]), len(by["fail"])), None,
+               "every test Pass", {"version": dcgm.get("version"), "tests": tests})]
+
+
+# ------------------------------------------------------------------------------------ storage
+
+def judge_storage(storage, gpus, th):
+    out = []
+    n = int(th["gpu_count"]) or max(1, gpus or 0)
+    for tier in ("hot", "cold"):
+        t = (storage or {}).get(tier) or {"status": "skip", "reason": "not measured"}
+        for rw in ("read", "write"):
+            name = "storage.%s_%s_throughput" % (tier, rw)
+            target = t.get("path") or None
+            if t.get("status") != "ok":
+                reason = t.get("reason") or "not measured"
+                if not t.get("path") and t.get("status") == "skip":
+                    reason = "acceptance_%s_path is empty: the %s tier is not measured" % (tier, tier)
+                out.append(_m(name, "error" if t.get("status") == "error" else "skip", reason, target))
+                continue
+            fig = t.get(rw) or {}
+            value = _r(fig["bytes_per_s"] / 1e9)
+            per = th["%s_%s_gbps_per_gpu" % (tier, rw)]
+            expected = _r(per * n)
+            verdict = verdict_for(value, expected, th["tolerance"])
+            reason = "%s GB/s sequential %s (fio, %s, %s jobs); expected >= %s GB/s x %d GPU(s) = %s GB/s" % (
+                value, rw, fig.get("ioengine"), fig.get("jobs"), per, n, expected)
+            if not t.get("direct"):
+                reason += "; buffered I/O (the filesystem refused O_DIRECT): the figure includes the page cache"
+                if verdict == "pass":
+                    verdict = "warning"
+            out.append(_m(name, verdict, reason, target, value, "GB/s", expected,
+                          dict(fig, direct=t.get("direct"), size_mb=t.get("size_mb"), runtime_s=t.get("runtime_s"))))
+    return out
+
+
+# ------------------------------------------------------------------------------------- memory
+
+def judge_memory(memory, th):
+    status = (memory or {}).get("status", "skip")
+    if status != "ok":
+        return [_m("memory.bandwidth", "error" if status == "error" else "skip", (memory or {}).get("reason") or "not measured")]
+    nodes = memory.get("nodes") or []
+    good = [n["gbps"] for n in nodes if n.get("status") == "ok"]
+    best = max(good) if good else None
+    out = []
+    for n in nodes:
+        target = "node%s" % n.get("node")
+        if n.get("status") != "ok":
+            out.append(_m("memory.bandwidth", "error" if n.get("status") == "error" else "skip", n.get("reason"), target))
+            continue
+        floor = th["memory_min_gbps"]
+        rel = th["memory_node_ratio"] * best if len(good) > 1 else 0.0
+        expected = _r(max(floor, rel)) if (floor or len(good) > 1) else None
+        basis = []
+        if len(good) > 1:
+            basis.append("%d%% of the best node (%s GB/s)" % (round(100 * th["memory_node_ratio"]), best))
+        if floor:
+            basis.append("acceptance_memory_min_gbps %s" % floor)
+        reason = "%s GB/s memmove copy (read+write) with %d threads on %d cores" % (n["gbps"], n["threads"], n.get("cores") or n["threads"])
+        reason += "; expected >= %s GB/s (%s)" % (expected, " and ".join(basis)) if expected is not None else \
+            "; not judged: one NUMA node and no acceptance_memory_min_gbps"
+        out.append(_m("memory.bandwidth", verdict_for(n["gbps"], expected, th["tolerance"]), reason, target, n["gbps"],
+                      "GB/s", expected, {k: n.get(k) for k in ("threads", "bytes_per_thread", "iterations", "seconds")}))
+    return out or [_m("memory.bandwidth", "skip", "no NUMA node with CPUs")]
+
+
+# -------------------------------------------------------------------------------------- hosts
+
+def judge_host(raw, thresholds=None):
+    """(status, measurements) for one host's acceptance_measure result."""
+    th = thresholds_for(thresholds)
+    if not isinstance(raw, dict):
+        ms = [_m("host.measured", "error", "no measurements: the host failed or was unreachable before measuring")]
+        return "error", ms
+    ms = judge_gpu(raw.get("gpu"), th) + judge_health(raw.get("health"), th) + judge_dcgm(raw.get("dcgm"))
+    ms += judge_storage(raw.get("storage"), raw.get("gpu_count"), th) + judge_memory(raw.get("memory"), th)
+    return host_status(ms), ms
+
+
+def host_status(measurements):
+    worst = max((_RANK[m["verdict"]] for m in measurements), default=0)
+    return [k for k, v in _RANK.items() if v == worst][0]
+
+
+def failed_hosts(hosts, fail_on):
+    bad = {"error": ("error",), "warning": ("error", "warning"), "never": ()}[fail_on]
+    return sorted(h for h, r in hosts.items() if r["status"] in bad)
+
+
+def evaluate(inputs, fail_on="error"):
+    """inputs: {host: {"raw": acceptance_measure result or None, "thresholds": {...}}} -> report document."""
+    hosts = {}
+    for host in sorted(inputs):
+        item = inputs[host] or {}
+        try:
+            status, ms = judge_host(item.get("raw"), item.get("thresholds"))
+        except AcceptanceError as exc:
+            status, ms = "error", [_m("host.thresholds", "error", "%s: %s; fix the host's acceptance_* variables" % (host, exc))]
+        hosts[host] = {"status": status, "check_mode": bool((item.get("raw") or {}).get("check_mode")), "measurements": ms}
+    summary = {"hosts": len(hosts), "fail_on": fail_on, "generated_at": now_iso()}
+    for v in VERDICTS:
+        summary[v] = sum(1 for r in hosts.values() if r["status"] == v)
+    per = {}
+    for r in hosts.values():
+        for m in r["measurements"]:
+            per.setdefault(m["name"], dict.fromkeys(VERDICTS, 0))[m["verdict"]] += 1
+    summary["measurements"] = per
+    summary["failed_hosts"] = failed_hosts(hosts, fail_on)
+    return {"hosts": hosts, "summary": summary}
+
+
+def summary_lines(doc):
+    s = doc["summary"]
+    out = ["dlrack.node acceptance: %d host(s): %d pass, %d warning, %d error, %d skip"
+           % (s["hosts"], s["pass"], s["warning"], s["error"], s["skip"])]
+    for host, r in sorted(doc["hosts"].items()):
+        out.append("%-7s %s%s" % (r["status"].upper(), host, " (check mode: nothing measured)" if r.get("check_mode") else ""))
+        for m in r["measurements"]:
+            value = "" if m["value"] is None else " %s%s" % (m["value"], " " + m["unit"] if m["unit"] else "")
+            out.append("  %-7s %-32s %-22s%s  %s" % (m["verdict"], m["name"], m["target"] or "", value, m["reason"]))
+    return out
+
+
+# ------------------------------------------------------------------------------------ writers
+# The shared report helpers (plugin_utils/report.py) do the strict JSON, the XML-safe JUnit and the
+# atomic write of the three files as one set; only the acceptance-specific layout is here.
+
+def build_junit(doc):
+    """One testsuite per host, one testcase per measurement: error -> failure, skip -> skipped,
+    warning -> passed with the reason in system-out (JUnit has no warning state)."""
+    suites = []
+    for host, r in sorted(doc["hosts"].items()):
+        cases = []
+        for m in r["measurements"]:
+            name = m["name"] + (" [%s]" % m["target"] if m["target"] else "")
+            result = {"error": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
+            text = "value: %s %s\nexpected: %s" % (m["value"], m["unit"] or "", m["expected"]) if result == "failure" else None
+            cases.append(junit_case("acceptance." + host, name, result, message=m["reason"] if result != "passed" else None,
+                                    kind="error" if result == "failure" else None, text=text,
+                                    system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
+        suites.append({"name": host, "cases": cases})
+    return junit_xml(suites, name="dlrack.node acceptance")
+
+
+_CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip"}
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
+header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#b8c0cc}
+main{padding:20px 28px;max-width:1400px}.cards{display:flex;gap:12px;margin-bottom:18px}
+.card{background:#fff;border-radius:8px;padding:12px 18px;min-width:110px;box-shadow:0 1px 2px #0002}.card b{display:block;font-size:26px}
+.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}.skip{color:#57606a}.muted{color:#57606a}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
+.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}
+section{background:#fff;border-radius:8px;margin:18px 0;padding:14px 18px;box-shadow:0 1px 2px #0002}
+table{border-collapse:collapse;width:100%}th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top;font-size:13px}
+th{background:#eef0f3;font-weight:600;font-size:12px}td.n{white-space:nowrap}
+"""
+
+
+def _h(value):
+    return '<span class="muted">-</span>' if value is None else escape(xml_safe(value))
+
+
+def build_html(doc, title="dlrack.node acceptance report"):
+    s = doc["summary"]
+    h = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+         '<meta name="viewport" content="width=device-width,initial-scale=1">',
+         "<title>%s</title><style>%s</style></head><body>" % (escape(title), _CSS),
+         "<header><h1>%s</h1><p>%d hosts &middot; fail on %s &middot; generated %s</p></header><main>"
+         % (escape(title), s["hosts"], escape(s["fail_on"]), escape(s["generated_at"])),
+         '<div class="cards">']
+    for v in VERDICTS:
+        h.append('<div class="card"><b class="%s">%d</b>%s</div>' % (_CLASS[v], s[v], v))
+    h.append("</div>")
+    for host, r in sorted(doc["hosts"].items()):
+        h.append('<section id="host-%s"><h2>%s <span class="badge %s">%s</span></h2>'
+                 % (escape(xml_safe(host)), escape(xml_safe(host)), _CLASS[r["status"]], r["status"]))
+        if r.get("check_mode"):
+            h.append('<p class="muted">check mode: nothing was measured</p>')
+        h.append("<table><tr><th>verdict</th><th>measurement</th><th>target</th><th>value</th><th>expected</th><th>reason</th></tr>")
+        for m in r["measurements"]:
+            value = None if m["value"] is None else "%s %s" % (m["value"], m["unit"] or "")
+            exp = m["expected"] if m["expected"] is None or not m["unit"] else ">= %s %s" % (m["expected"], m["unit"])
+            h.append('<tr><td><span class="badge %s">%s</span></td><td class="n">%s</td><td class="n">%s</td>'
+                     '<td class="n">%s</td><td class="n">%s</td><td>%s</td></tr>'
+                     % (_CLASS[m["verdict"]], m["verdict"], escape(m["name"]), _h(m["target"]), _h(value), _h(exp), _h(m["reason"])))
+        h.append("</table></section>")
+    h.append("</main></body></html>")
+    return "\n".join(h) + "\n"
+
+
+def write_reports(report_dir, doc, prefix="acceptance"):
+    """Write <prefix>.json (strict JSON), .xml (JUnit) and .html as one set; return their paths by
+    extension. ReportWriteError names the directory when it cannot be written."""
+    files = {prefix + ".json": strict_json_dumps(doc), prefix + ".xml": build_junit(doc), prefix + ".html": build_html(doc)}
+    paths = write_file_set(report_dir, files)
+    return {name.rsplit(".", 1)[1]: path for name, path in paths.items()}
+
+
+__all__ = ["AcceptanceError", "ReportWriteError", "evaluate", "judge_host", "link_rate_gbps", "summary_lines", "write_reports"]

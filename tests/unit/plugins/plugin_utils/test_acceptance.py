@@ -1,0 +1,209 @@
+"""Acceptance verdicts and reports: link arithmetic, the H200 reference figures, degraded links,
+storage and memory expectations, health findings, skips without a GPU, and the three report files."""
+import copy
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance_health import health_from_xml
+from ansible_collections.dlrack.node.plugins.plugin_utils import acceptance as acc
+from conftest import DATA
+
+H200_XML = open(os.path.join(DATA, "acceptance", "h200-vm-nvidia-smi-q-x-idle.xml")).read()
+NO_DRIVER = {"status": "skip", "reason": "libcuda.so.1 cannot be loaded (...): no NVIDIA driver on this node", "devices": []}
+
+
+def _fig(gbps):
+    return {"gbps": gbps, "best": gbps, "worst": gbps, "n": 10, "bytes": 1 << 30}
+
+
+def _h200_raw(h2d=54.8, d2h=55.0, link=None):
+    health = dict(health_from_xml(H200_XML), status="ok", reason=None)
+    dev = {"ordinal": 0, "pci_bus_id": "0000:00:06.0", "name": "NVIDIA H200", "numa_node": None,
+           "h2d_pinned": _fig(h2d), "d2h_pinned": _fig(d2h), "h2d_pageable": _fig(17.6), "d2h_pageable": _fig(13.4),
+           "link": link or dict(health["gpus"][0]["pcie"], source="nvidia-smi")}
+    return {"check_mode": False, "gpu": {"status": "ok", "devices": [dev], "p2p": None}, "health": health,
+            "dcgm": {"status": "skip", "reason": "dcgmi is not installed (DCGM diagnostics not run)", "tests": []},
+            "storage": {"hot": {"path": "/mnt/hot", "status": "ok", "direct": True,
+                                "read": {"bytes_per_s": 9.0e9, "ioengine": "libaio", "jobs": 4},
+                                "write": {"bytes_per_s": 6.0e9, "ioengine": "libaio", "jobs": 4}},
+                        "cold": {"path": "", "status": "skip", "reason": "no path set for this tier"}},
+            "memory": {"status": "ok", "nodes": [{"node": 0, "status": "ok", "gbps": 180.0, "threads": 8}]},
+            "gpu_count": 1}
+
+
+def _by(ms, name, target=None):
+    found = [m for m in ms if m["name"] == name and (target is None or m["target"] == target)]
+    assert len(found) == 1, (name, target, ms)
+    return found[0]
+
+
+def test_link_rates():
+    assert round(acc.link_rate_gbps(5, 16), 2) == 63.02
+    assert (round(acc.link_rate_gbps(4, 16), 2), round(acc.link_rate_gbps(3, 16), 2)) == (31.51, 15.75)
+    assert (acc.link_rate_gbps(2, 16), acc.link_rate_gbps(1, 16)) == (8.0, 4.0)
+    assert round(acc.link_rate_gbps(6, 16), 1) == 121.0
+    assert acc.link_rate_gbps(None, 16) is None and acc.link_rate_gbps(5, None) is None
+
+
+def test_h200_reference_figures_pass():
+    status, ms = acc.judge_host(_h200_raw())
+    h2d = _by(ms, "gpu.h2d_bandwidth")
+    assert (h2d["verdict"], h2d["value"], h2d["unit"], h2d["expected"]) == ("pass", 54.8, "GB/s", 50.41)
+    assert h2d["target"] == "GPU0 0000:00:06.0"
+    assert h2d["reason"].startswith("54.8 GB/s = 87% of PCIe Gen5 x16 (63.0 GB/s); expected >= 80% (50.41 GB/s)")
+    assert "pageable 17.6 GB/s" in h2d["reason"]
+    assert _by(ms, "gpu.d2h_bandwidth")["verdict"] == "pass"
+    assert _by(ms, "gpu.p2p_bandwidth")["verdict"] == "skip"
+    assert _by(ms, "gpu.health")["verdict"] == "pass"
+    assert _by(ms, "gpu.dcgm_diag")["verdict"] == "skip"
+    assert status == "pass"
+
+
+def test_a_gpu_wired_x8_is_an_error_and_says_so():
+    raw = _h200_raw(h2d=26.1, d2h=26.3, link={"gen_max": 5, "width": 8, "width_max": 16})
+    m = _by(acc.judge_host(raw)[1], "gpu.h2d_bandwidth")
+    assert m["verdict"] == "error" and "negotiated at x8 of x16" in m["reason"]
+
+
+def test_gen4_platform_and_tolerance_band():
+    gen4 = {"gen_max": 4, "width": 16, "width_max": 16}
+    assert _by(acc.judge_host(_h200_raw(26.0, 26.0, gen4))[1], "gpu.h2d_bandwidth")["verdict"] == "pass"
+    assert _by(acc.judge_host(_h200_raw(47.0))[1], "gpu.h2d_bandwidth")["verdict"] == "warning"   # >= 90% of 50.41
+    assert _by(acc.judge_host(_h200_raw(45.0))[1], "gpu.h2d_bandwidth")["verdict"] == "error"
+    unknown = _by(acc.judge_host(_h200_raw(link={"gen_max": None, "width": None, "width_max": None}))[1], "gpu.h2d_bandwidth")
+    assert unknown["verdict"] == "warning" and "cannot be judged" in unknown["reason"]
+
+
+def test_no_gpu_or_driver_skips_every_gpu_measurement():
+    raw = _h200_raw()
+    raw.update(gpu=NO_DRIVER, health={"status": "skip", "reason": "nvidia-smi is not installed", "gpus": []}, gpu_count=0)
+    status, ms = acc.judge_host(raw)
+    gpu = [m for m in ms if m["name"].startswith("gpu.")]
+    assert {m["name"] for m in gpu} == {"gpu.h2d_bandwidth", "gpu.d2h_bandwidth", "gpu.p2p_bandwidth", "gpu.health", "gpu.dcgm_diag"}
+    assert all(m["verdict"] == "skip" and m["reason"] for m in gpu)
+    assert status == "pass"  # storage and memory passed; no gpu.* error without a GPU
+
+
+def test_cuda_error_with_a_driver_is_an_error():
+    raw = _h200_raw()
+    raw["gpu"] = {"status": "error", "reason": "cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)", "devices": []}
+    assert _by(acc.judge_host(raw)[1], "gpu.h2d_bandwidth")["verdict"] == "error"
+
+
+@pytest.mark.parametrize("change, verdict, words", [
+    ({"remapped_rows": {"pending": True}}, "warning", "row remap is pending"),
+    ({"remapped_rows": {"failure": True}}, "error", "replace the GPU"),
+    ({"throttle_active": ["hw_thermal_slowdown"]}, "error", "check cooling"),
+    ({"throttle_active": ["sw_power_cap"]}, "pass", "healthy"),
+    ({"throttle_counters": {"hw_power_brake": 2500000}}, "warning", "hw_power_brake 2.5 s"),
+    ({"persistence_mode": False}, "warning", "nvidia-persistenced"),
+    ({"ecc_volatile_uncorrected": 3}, "error", "3 volatile uncorrectable"),
+])
+def test_health_findings(change, verdict, words):
+    raw = _h200_raw()
+    g = raw["health"]["gpus"][0]
+    for k, v in change.items():
+        g[k] = dict(g[k], **v) if isinstance(v, dict) and isinstance(g[k], dict) else v
+    m = _by(acc.judge_host(raw)[1], "gpu.health")
+    assert m["verdict"] == verdict and words in m["reason"]
+
+
+def test_persistence_can_be_excused():
+    raw = _h200_raw()
+    raw["health"]["gpus"][0]["persistence_mode"] = False
+    assert _by(acc.judge_host(raw, {"require_persistence": "false"})[1], "gpu.health")["verdict"] == "pass"
+
+
+def test_storage_expected_is_rate_per_gpu_times_gpus():
+    raw = _h200_raw()
+    raw["gpu_count"] = 8
+    ms = acc.judge_host(raw)[1]
+    read, write = _by(ms, "storage.hot_read_throughput"), _by(ms, "storage.hot_write_throughput")
+    assert (read["value"], read["expected"], read["verdict"]) == (9.0, 8.0, "pass")
+    assert (write["value"], write["expected"], write["verdict"]) == (6.0, 4.0, "pass")
+    assert "1.0 GB/s x 8 GPU(s) = 8.0 GB/s" in read["reason"]
+    assert _by(acc.judge_host(raw, {"gpu_count": 10})[1], "storage.hot_read_throughput")["verdict"] == "warning"  # 9 of 10
+    assert _by(acc.judge_host(raw, {"gpu_count": 16})[1], "storage.hot_read_throughput")["verdict"] == "error"
+    cold = _by(ms, "storage.cold_read_throughput")
+    assert cold["verdict"] == "skip" and "acceptance_cold_path is empty" in cold["reason"]
+    raw["storage"]["hot"]["direct"] = False
+    m = _by(acc.judge_host(raw)[1], "storage.hot_read_throughput")
+    assert m["verdict"] == "warning" and "page cache" in m["reason"]
+
+
+def test_memory_nodes_are_compared_with_the_best():
+    raw = _h200_raw()
+    raw["memory"]["nodes"] = [{"node": 0, "status": "ok", "gbps": 100.0, "threads": 48},
+                              {"node": 1, "status": "ok", "gbps": 75.0, "threads": 48},
+                              {"node": 2, "status": "skip", "reason": "node 2 has no CPUs (memory-only node)"}]
+    ms = acc.judge_host(raw)[1]
+    assert _by(ms, "memory.bandwidth", "node0")["verdict"] == "pass"
+    n1 = _by(ms, "memory.bandwidth", "node1")
+    assert (n1["expected"], n1["verdict"]) == (80.0, "warning")
+    assert _by(ms, "memory.bandwidth", "node2")["verdict"] == "skip"
+    raw["memory"]["nodes"][1]["gbps"] = 60.0
+    assert _by(acc.judge_host(raw)[1], "memory.bandwidth", "node1")["verdict"] == "error"
+    single = _by(acc.judge_host(_h200_raw())[1], "memory.bandwidth")
+    assert single["expected"] is None and "not judged" in single["reason"]
+    floor = _by(acc.judge_host(_h200_raw(), {"memory_min_gbps": 200})[1], "memory.bandwidth")
+    assert (floor["expected"], floor["verdict"]) == (200.0, "warning")
+
+
+def test_p2p_pairs_against_the_median():
+    raw = _h200_raw()
+    dev1 = dict(raw["gpu"]["devices"][0], ordinal=1, pci_bus_id="0000:00:07.0")
+    raw["gpu"]["devices"].append(dev1)
+    raw["gpu"]["p2p"] = [{"src": 0, "dst": 1, "peer_access": True, "gbps": 380.0},
+                         {"src": 1, "dst": 0, "peer_access": True, "gbps": 120.0}]
+    ms = acc.judge_host(raw)[1]
+    assert _by(ms, "gpu.p2p_bandwidth", "GPU0->GPU1")["verdict"] == "pass"
+    slow = _by(ms, "gpu.p2p_bandwidth", "GPU1->GPU0")
+    assert slow["verdict"] == "error" and slow["expected"] == 200.0  # 80% of the median pair (250)
+
+
+def test_fleet_status_fail_on_and_bad_input():
+    good, bad = _h200_raw(), _h200_raw(h2d=20.0)
+    inputs = {"ok": {"raw": good}, "slow": {"raw": bad}, "gone": {}, "typo": {"raw": good, "thresholds": {"link_fractoin": 0.7}},
+              "range": {"raw": good, "thresholds": {"link_fraction": 80}}}
+    doc = acc.evaluate(inputs, "error")
+    st = {h: r["status"] for h, r in doc["hosts"].items()}
+    assert st == {"ok": "pass", "slow": "error", "gone": "error", "typo": "error", "range": "error"}
+    assert doc["hosts"]["gone"]["measurements"][0]["reason"].startswith("no measurements")
+    assert "unknown acceptance threshold 'link_fractoin'" in doc["hosts"]["typo"]["measurements"][0]["reason"]
+    assert "typo:" in doc["hosts"]["typo"]["measurements"][0]["reason"]
+    assert "link_fraction=80 is out of range" in doc["hosts"]["range"]["measurements"][0]["reason"]
+    assert doc["summary"]["failed_hosts"] == ["gone", "range", "slow", "typo"]
+    assert acc.evaluate(inputs, "never")["summary"]["failed_hosts"] == []
+    warn = _h200_raw(h2d=47.0)
+    assert acc.evaluate({"w": {"raw": warn}}, "warning")["summary"]["failed_hosts"] == ["w"]
+    assert acc.evaluate({"w": {"raw": warn}}, "error")["summary"]["failed_hosts"] == []
+
+
+def test_reports(tmp_path):
+    raw = _h200_raw(h2d=20.0)
+    raw["storage"]["hot"] = {"path": "/mnt/hot", "status": "error", "reason": "fio said \x1b[31m<bad> & \x00worse"}
+    check = copy.deepcopy(_h200_raw())
+    check["check_mode"] = True
+    doc = acc.evaluate({"gpu-01": {"raw": raw}, "gpu-02": {"raw": check}}, "error")
+    paths = acc.write_reports(str(tmp_path), doc)
+    written = sorted(n for n in os.listdir(str(tmp_path)) if not n.startswith("."))
+    assert written == ["acceptance.html", "acceptance.json", "acceptance.xml"]
+    assert not [n for n in os.listdir(str(tmp_path)) if n.endswith(".tmp")]  # no temporary file left
+    data = json.loads(open(paths["json"]).read(), parse_constant=lambda c: pytest.fail("non-strict JSON " + c))
+    assert set(data) == {"hosts", "summary"}
+    for m in data["hosts"]["gpu-01"]["measurements"]:
+        assert {"name", "value", "unit", "expected", "verdict", "reason"} <= set(m)
+    assert data["hosts"]["gpu-02"]["check_mode"] is True
+    suites = ET.parse(paths["xml"]).getroot()
+    assert suites.get("failures") == str(sum(1 for m in data["hosts"]["gpu-01"]["measurements"] if m["verdict"] == "error"))
+    names = [tc.get("name") for tc in suites.iter("testcase")]
+    assert "gpu.h2d_bandwidth [GPU0 0000:00:06.0]" in names
+    html = open(paths["html"]).read()
+    assert "gpu-01" in html and "&lt;bad&gt; &amp;" in html and "\x00" not in html and "\\x00worse" in html
+    with pytest.raises(acc.ReportWriteError, match="not a directory"):
+        acc.write_reports(paths["json"], doc)
+    lines = acc.summary_lines(doc)
+    assert lines[0] == "dlrack.node acceptance: 2 host(s): 1 pass, 0 warning, 1 error, 0 skip"
