@@ -160,8 +160,8 @@ def test_check_mode_reports_and_runs_only_read_commands(monkeypatch, tmp_path):
 
 
 def test_real_run_creates_then_reads_uuid(monkeypatch, tmp_path):
-    fake, (kind, res) = run_main(monkeypatch, False, [(["mdadm", "--create"], (0, "", "")),
-                                                       (["mdadm", "--detail"], (0, DETAIL_OUT, ""))], tmp_path)
+    responses = [(["mdadm", "--create"], (0, "", "")), (["mdadm", "--detail"], (0, DETAIL_OUT, ""))]
+    fake, (kind, res) = run_main(monkeypatch, False, responses, tmp_path)
     assert kind == "exit" and res["changed"]
     assert ["mdadm", "--create"] == fake.calls[-3][:2]
     assert res["conf_line"] == "ARRAY /dev/md/dlrack-hot metadata=1.2 UUID=0a1b2c3d:4e5f6071:8293a4b5:c6d7e8f9"
