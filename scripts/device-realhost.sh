@@ -28,17 +28,20 @@ EOF
 export ANSIBLE_CONFIG=$WORK/ansible.cfg ANSIBLE_LOCAL_TEMP=$WORK/tmp ANSIBLE_FORCE_COLOR=0
 if command -v ansible >/dev/null; then AN=(ansible); AP=(ansible-playbook); else AN=("$PY" -m ansible adhoc); AP=("$PY" -m ansible playbook); fi
 
+STEPS=${STEPS:-123}   # which of the three steps to run
 echo "== 1. hw_facts vs setup (3 runs each, wall seconds)"
 for i in 1 2 3; do
+  case $STEPS in *1*) ;; *) break ;; esac
   for m in dlrack.node.hw_facts setup; do
-    t0=$(date +%s.%N); "${AN[@]}" localhost -i localhost, -c local -m "$m" > "$RH/$m.$i.out" 2>&1; rc=$?; t1=$(date +%s.%N)
-    echo "$m run $i: rc=$rc $(echo "$t1 - $t0" | bc) s"
+    t0=$(date +%s%N); "${AN[@]}" localhost -i localhost, -c local -m "$m" > "$RH/$m.$i.out" 2>&1; rc=$?; t1=$(date +%s%N)
+    echo "$m run $i: rc=$rc $(( (t1 - t0) / 1000000 )) ms"
   done
 done
 sed -n '1,400p' "$RH/dlrack.node.hw_facts.1.out" | head -c 20000 > "$RH/hw_facts.txt"
 
 echo "== 2. pre-flight with gathering"
-timeout 300 "${AP[@]}" playbooks/preflight.yml -i localhost, -c local -e dlrack_report_dir="$RH/pf" \
+case $STEPS in *2*) ;; *) echo skipped ;; esac
+[[ $STEPS == *2* ]] && timeout 300 "${AP[@]}" playbooks/preflight.yml -i localhost, -c local -e dlrack_report_dir="$RH/pf" \
   -e dlrack_fail_on=never -e dlrack_become=false 2>&1 | tail -40
 echo "preflight rc=${PIPESTATUS[0]}"
 
@@ -69,7 +72,11 @@ with open(os.path.join(work, "dlrack-gpu-bind"), "w") as f:
     f.write(tpl)
 os.chmod(os.path.join(work, "dlrack-gpu-bind"), 0o755)
 PYEOF
-"$PY" -m venv --without-pip --system-site-packages "$WORK/venv"
+"$PY" -m venv --without-pip "$WORK/venv"
+# torch for the loader: python3 may itself be a venv (its site-packages are not "system" ones),
+# so the new venv sees torch's directory through a .pth; dlrack_affinity is not there.
+torch_dir=$("$PY" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))" 2>/dev/null)
+[ -n "$torch_dir" ] && echo "$torch_dir" > "$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch-site.pth"
 cat > "$WORK/loader.py" <<'PYEOF'
 import os, sys, torch
 from torch.utils.data import DataLoader, Dataset
@@ -78,13 +85,21 @@ class D(Dataset):
     def __len__(self): return 64
     def __getitem__(self, i):
         return torch.tensor([torch.utils.data.get_worker_info().id, len(os.sched_getaffinity(0)), min(os.sched_getaffinity(0)), max(os.sched_getaffinity(0))])
-seen = {}
-for b in DataLoader(D(), batch_size=4, num_workers=4, worker_init_fn=dlrack_affinity.WorkerPinner(split=True), multiprocessing_context="spawn"):
-    for w, n, lo, hi in b.tolist():
-        seen[w] = (n, lo, hi)
-print("python", sys.executable, "main process CPUs", sorted(os.sched_getaffinity(0)))
-print("workers (count, first, last CPU):", sorted(seen.items()))
-x = torch.ones(1 << 20, device="cuda"); print("cuda ok", float(x.sum()))
+def main():
+    seen = {}
+    loader = DataLoader(D(), batch_size=4, num_workers=4, multiprocessing_context="spawn",
+                        worker_init_fn=dlrack_affinity.WorkerPinner(split=True))
+    for b in loader:
+        for w, n, lo, hi in b.tolist():
+            seen[w] = (n, lo, hi)
+    print("python", sys.executable, "main process CPUs", sorted(os.sched_getaffinity(0)))
+    print("workers (count, first, last CPU):", sorted(seen.items()))
+    x = torch.ones(1 << 20, device="cuda")
+    print("cuda ok", float(x.sum()))
+
+
+if __name__ == "__main__":
+    main()
 PYEOF
 echo "-- without the launcher (control: expected ImportError):"
 "$WORK/venv/bin/python" -c "import dlrack_affinity" 2>&1 | tail -1
