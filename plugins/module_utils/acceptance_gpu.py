@@ -161,7 +161,7 @@ def timed_copies(cuda, copy, nbytes, iterations, clock=time.perf_counter):
     copy()
     cuda("cuCtxSynchronize")
     times = []
-    for _ in range(iterations):
+    for dummy in range(iterations):
         t0 = clock()
         copy()
         cuda("cuCtxSynchronize")
@@ -275,7 +275,7 @@ def measure_device(cuda, ordinal, nbytes, iterations, pageable=True, clock=time.
     except CudaError as exc:
         out["error"] = str(exc)
     finally:
-        if host.value:
+        if host.value is not None:
             cuda.raw("cuMemFreeHost", host)
         if dptr.value:
             cuda.raw("cuMemFree_v2", dptr.value)

@@ -84,13 +84,13 @@ def copy_bandwidth(cpus, nbytes, iterations, clock=time.perf_counter):
                 os.sched_setaffinity(0, {cpu})
             except (OSError, AttributeError) as exc:
                 errors.append("cannot pin to CPU %d: %s" % (cpu, exc))
-            for _ in range(2):
+            for dummy in range(2):
                 maps.append(mmap.mmap(-1, per))
                 views.append((ctypes.c_char * per).from_buffer(maps[-1]))
                 ctypes.memset(ctypes.addressof(views[-1]), 1, per)
             src, dst = ctypes.addressof(views[0]), ctypes.addressof(views[1])
             start.wait()
-            for _ in range(iterations):
+            for dummy in range(iterations):
                 ctypes.memmove(dst, src, per)
             done.wait()
         except (threading.BrokenBarrierError, OSError, ValueError, MemoryError) as exc:

@@ -24,7 +24,7 @@ description:
   - GPU health from C(nvidia-smi -q -x) and C(dcgmi diag) when DCGM is installed.
   - Writes nothing but the scratch files, which it removes. Never reports a change.
 author:
-  - dlrack.node contributors
+  - dlrack.node contributors (@dlrack)
 options:
   gpu:
     description: Measure GPU copy bandwidth.
@@ -113,6 +113,7 @@ attributes:
     description: Measures nothing and writes nothing; every part is C(skip) with what would be measured or why it would be skipped.
   diff_mode:
     support: none
+    description: Measures only; there is nothing to diff.
 notes:
   - Needs root for O_DIRECT on most tiers, for C(dcgmi) and to write into root-owned tier directories.
   - The GPU measurement also runs without Ansible, for example

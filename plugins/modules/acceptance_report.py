@@ -52,9 +52,11 @@ attributes:
     description: Reads variables and writes reports on the controller; never changes a host.
   action:
     support: full
+    description: Runs on the controller as an action plugin (plugins/action/acceptance_report.py).
   connection:
     support: none
-author: dlrack.node contributors
+    description: Uses no connection; reads host variables only.
+author: dlrack.node contributors (@dlrack)
 """
 
 EXAMPLES = r"""

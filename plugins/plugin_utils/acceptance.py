@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 from xml.sax.saxutils import escape
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
@@ -91,7 +92,7 @@ def thresholds_for(raw_thresholds):
             num = float(value)
         except (TypeError, ValueError):
             raise AcceptanceError("acceptance threshold %s=%r is not a number" % (key, value))
-        if num < 0 or num != num or (key in ("link_fraction", "tolerance", "p2p_pair_ratio", "memory_node_ratio") and num > 1):
+        if num < 0 or math.isnan(num) or (key in ("link_fraction", "tolerance", "p2p_pair_ratio", "memory_node_ratio") and num > 1):
             raise AcceptanceError("acceptance threshold %s=%r is out of range" % (key, value))
         out[key] = num
     return out
@@ -191,8 +192,8 @@ def judge_health(health, th):
             warnings.append("a page retirement is pending: reset the GPU (or reboot)")
         if g.get("ecc_volatile_uncorrected"):
             errors.append("%d volatile uncorrectable ECC errors since the driver loaded" % g["ecc_volatile_uncorrected"])
-        faults = [r for r in g.get("throttle_active") or [] if r in ("hw_slowdown", "hw_thermal_slowdown",
-                                                                      "hw_power_brake_slowdown", "sw_thermal_slowdown")]
+        hw_faults = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+        faults = [r for r in g.get("throttle_active") or [] if r in hw_faults]
         if faults:
             errors.append("clocks held down now by %s: check cooling, power and the PSU/brake signal" % ", ".join(faults))
         hist = {k: v for k, v in (g.get("throttle_counters") or {}).items()

@@ -47,8 +47,8 @@ def test_gpu_health_runs_nvidia_smi_and_reports_its_failures():
     xml = _xml("h200-vm-nvidia-smi-q-x-idle.xml")
     doc = ah.gpu_health("/usr/bin/nvidia-smi", lambda argv, t: (0, xml, ""))
     assert doc["status"] == "ok" and doc["driver_version"] == "580.159.04"
-    doc = ah.gpu_health("/usr/bin/nvidia-smi", lambda argv, t: (9, "", "NVIDIA-SMI has failed because it couldn't communicate "
-                                                                          "with the NVIDIA driver."))
+    msg = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    doc = ah.gpu_health("/usr/bin/nvidia-smi", lambda argv, t: (9, "", msg))
     assert doc["status"] == "skip" and "couldn't communicate" in doc["reason"]
     doc = ah.gpu_health("/usr/bin/nvidia-smi", lambda argv, t: (0, "<nvidia_smi_log><gpu", ""))
     assert doc["status"] == "error" and "not well-formed" in doc["reason"]
