@@ -4,7 +4,7 @@ import shutil
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 PKG = os.path.join("ansible_collections", "dlrack", "node", "plugins", "module_utils")
 NODE_ROLES = ("ecc_monitor", "gpu_affinity")
 

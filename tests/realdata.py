@@ -2,7 +2,7 @@
 import glob
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 REAL = os.path.join(ROOT, "tests", "data", "real")
 
 

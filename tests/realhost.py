@@ -8,7 +8,7 @@ import os
 import stat
 import tarfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 H200 = os.path.join(ROOT, "tests", "data", "hosts", "h200-vm")
 H200_XML = os.path.join(H200, "nvidia-smi-q-x.xml")
 

@@ -10,7 +10,7 @@ import yaml
 
 from realhost import h200_vm
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 SCENARIOS = sorted(
     d for d in os.listdir(os.path.join(ROOT, "molecule"))
     if os.path.isfile(os.path.join(ROOT, "molecule", d, "molecule.yml"))

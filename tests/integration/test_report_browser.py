@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import collect_host_inputs, run_preflight
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 SIZES = [(1366, 768), (1920, 1080)]
 

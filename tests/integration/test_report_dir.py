@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 from hwdocs import GATHERED, GOOD
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 
 
 def _inventory(tmp_path):

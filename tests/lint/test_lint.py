@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 BIN = os.path.join(ROOT, ".venv", "bin")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils import gpu_bind as da
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 TEMPLATE = os.path.join(ROOT, "roles", "gpu_affinity", "templates", "dlrack-gpu-bind.j2")
 DATA = os.path.join(ROOT, "tests", "data", "topologies")
 

@@ -11,8 +11,7 @@ from ansible_collections.dlrack.node.plugins.module_utils import ecc_metrics as 
 from ansible_collections.dlrack.node.plugins.module_utils.edac import read_edac_sysfs
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))), "data")
+from testpaths import DATA  # noqa: E402  (tests/ is on sys.path: conftest)
 TREES = os.path.join(DATA, "edac")
 XML_DIR = os.path.join(DATA, "real", "nvidia-smi-q-xml")
 TREE_NAMES = sorted(d for d in os.listdir(TREES) if os.path.isdir(os.path.join(TREES, d)))

@@ -7,9 +7,9 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils import edac
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-TREES = os.path.join(ROOT, "data", "edac")
-REAL = os.path.join(ROOT, "data", "real", "edac")
+from testpaths import DATA  # noqa: E402  (tests/ is on sys.path: conftest)
+TREES = os.path.join(DATA, "edac")
+REAL = os.path.join(DATA, "real", "edac")
 MC = "sys/devices/system/edac/mc"
 
 
