@@ -11,7 +11,7 @@
 # Leaves nothing behind but $OUT/acc (the temporary collection link and hot directory are removed).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 OUT=${OUT:-$ROOT/reports/device-check}
 ACC=$OUT/acc
 mkdir -p "$ACC"

@@ -9,7 +9,7 @@
 # Needs ansible-core importable by python3. Writes only under $OUT/rh and a temporary directory.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 OUT=${OUT:-$ROOT/reports/device-realhost}
 RH=$OUT/rh
 mkdir -p "$RH"

@@ -8,18 +8,17 @@ import sys
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
-    _ROOT = os.path.dirname(_ROOT)
-MODULE = os.path.join(_ROOT, "plugins", "modules", "acceptance_measure.py")
+from testpaths import COLLECTIONS, ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+
+MODULE = os.path.join(ROOT, "plugins", "modules", "acceptance_measure.py")
 
 
 def run_module(tmp_path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.path.join(_ROOT, ".collections"))
+    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
     proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env, timeout=300)
+                          env=env, timeout=300, check=False)
     assert proc.stdout, proc.stderr.decode()
     return json.loads(proc.stdout.decode())
 
