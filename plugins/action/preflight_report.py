@@ -11,7 +11,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    DriftFileError, collect_host_inputs, hosts_to_gather, load_drift, run_preflight)
+    DriftFileError, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -21,6 +21,7 @@ _SPEC = {
     "drift_file": {"type": "path"},
     "report_prefix": {"type": "str", "default": "report"},
     "select_only": {"type": "bool", "default": False},
+    "select_first": {"type": "bool", "default": False},
     "gather": {"type": "bool", "default": False},
     "use_fact_cache": {"type": "bool", "default": False},
 }
@@ -39,13 +40,23 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars", {})
         if args["select_only"]:
             result["gather_hosts"] = hosts_to_gather(
-                ((h, hostvars.get(h) or {}) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
+                ((h, host_view(hostvars, h)) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
             result["changed"] = False
             return result
         inputs = {}
+        gather_hosts = []
         for host in args["hosts"]:
-            hv = hostvars.get(host) or {}
-            inputs[host] = collect_host_inputs(host, hv)
+            inputs[host], gather = read_host(host, host_view(hostvars, host), args["gather"], args["use_fact_cache"])
+            if gather:
+                gather_hosts.append(host)
+        if args["select_first"]:
+            # One read of every host's variables serves both steps: validate now unless some
+            # host must be gathered first (then the caller gathers and validates again).
+            result["gather_hosts"] = gather_hosts
+            result["validated"] = not gather_hosts
+            if gather_hosts:
+                result["changed"] = False
+                return result
         drift = args.get("drift")
         if args.get("drift_file"):
             try:
