@@ -155,9 +155,16 @@ def load_drift(path, hosts):
     out = {}
     for host in hosts:
         rec = records.get(host) or {}
-        out[host] = {"changes": rec.get("changes", []), "failures": rec.get("failures", []),
-                     "unreachable": bool(rec.get("unreachable"))}
+        out[host] = drift_record(rec.get("changes", []), rec.get("failures", []), bool(rec.get("unreachable")))
     return out
+
+
+def drift_record(changes, failures, unreachable):
+    """A host's drift record with its status: `error` when it could not be reached or a check
+    failed (the failures name the role, task and message; the checks of its other roles still
+    ran), else `drifted` when a task would change, else `clean`."""
+    status = "error" if unreachable or failures else ("drifted" if changes else "clean")
+    return {"status": status, "changes": changes, "failures": failures, "unreachable": unreachable}
 
 
 def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report"):
@@ -168,12 +175,17 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
         "failed_hosts": failed_hosts(results, fail_on),
         "lines": summary_lines(results, summary),
         "drift_hosts": sorted(h for h, d in (drift or {}).items() if d.get("changes")),
+        "error_hosts": sorted(h for h, d in (drift or {}).items() if d.get("unreachable") or d.get("failures")),
     }
     if drift is not None:
         for host in sorted(drift):
             for c in drift[host].get("changes", []):
                 out["lines"].append("DRIFT %s: [%s] %s" % (host, c.get("role") or "-", c.get("task")))
-        if not out["drift_hosts"]:
+            for f in drift[host].get("failures", []):
+                out["lines"].append("ERROR %s: %s[%s] %s: %s" % (
+                    host, "unreachable " if drift[host].get("unreachable") else "", f.get("role") or "-",
+                    f.get("task"), f.get("msg")))
+        if not out["drift_hosts"] and not out["error_hosts"]:
             out["lines"].append("no drift on %d host(s)" % len(drift))
     if report_dir:
         out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,

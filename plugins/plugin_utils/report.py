@@ -83,6 +83,15 @@ def build_junit(results, summary, drift=None):
             lines.append('      <failure message=%s type="drift">%s</failure>'
                          % (quoteattr("would change: %s" % change.get("task")), escape(json.dumps(change, default=str))))
             lines.append('    </testcase>')
+        for failure in (drift or {}).get(host, {}).get("failures", []):
+            # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
+            name = "drift check: %s" % failure.get("task")
+            lines.append('    <testcase classname=%s name=%s>' % (quoteattr("drift." + host), quoteattr(name)))
+            lines.append('      <error message=%s type="%s">%s</error>'
+                         % (quoteattr("%s: %s" % (failure.get("task"), failure.get("msg"))),
+                            "unreachable" if (drift or {}).get(host, {}).get("unreachable") else "check_failed",
+                            escape(json.dumps(failure, default=str))))
+            lines.append('    </testcase>')
         lines.append('  </testsuite>')
     lines.append('</testsuites>')
     return "\n".join(lines) + "\n"
@@ -255,6 +264,8 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     if drift is not None:
         nd = sum(1 for d in drift.values() if d.get("changes"))
         h.append('<div class="card"><b class="%s">%d</b>drifted</div>' % ("fail" if nd else "pass", nd))
+        ne = sum(1 for d in drift.values() if d.get("unreachable") or d.get("failures"))
+        h.append('<div class="card"><b class="%s">%d</b>not checked (error)</div>' % ("fail" if ne else "pass", ne))
     h.append("</div>")
     # Fleet matrix: hosts x rules.
     h.append('<h2>Fleet</h2><div class="scroll"><table><tr><th>host</th><th>status</th>')
@@ -280,6 +291,12 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
                 h.append("<tr><td>%s</td><td>%s</td><td>%s</td><td><pre>%s</pre></td></tr>"
                          % (escape(host), _fmt(c.get("role")), _fmt(c.get("task")),
                             escape(str(c.get("diff") or ""))[:2000]))
+        for host in sorted(drift):
+            for f in drift[host].get("failures", []):
+                any_drift = True
+                h.append('<tr><td>%s</td><td>%s</td><td><span class="badge fail">error</span> %s</td><td><pre>%s</pre></td></tr>'
+                         % (escape(host), _fmt(f.get("role")), _fmt(f.get("task")),
+                            escape(("unreachable: " if drift[host].get("unreachable") else "") + str(f.get("msg") or ""))[:2000]))
         if not any_drift:
             h.append('<tr><td colspan="4" class="pass">no drift: every managed setting is as the roles leave it</td></tr>')
         h.append("</table>")
