@@ -19,6 +19,8 @@ description:
     M(ansible.builtin.package). M(ansible.builtin.apt) and M(ansible.builtin.dnf) cannot run in check
     mode when the interpreter has no python3-apt / dnf bindings (a venv, a conda env); this module
     needs no bindings.
+  - Use RV(install) (not the C(ansible_check_mode) variable) to decide whether to install - a play's
+    C(check_mode) keyword does not set that variable, while the module knows whether it runs in check mode.
 options:
   name:
     description:
@@ -52,9 +54,9 @@ EXAMPLES = r"""
 
 - name: Install only what is missing
   ansible.builtin.package:
-    name: "{{ pkgs.missing }}"
+    name: "{{ pkgs.install }}"
     state: present
-  when: not ansible_check_mode and pkgs.missing | length > 0
+  when: pkgs.install | length > 0
 """
 
 RETURN = r"""
@@ -64,6 +66,12 @@ missing:
   elements: str
   returned: always
   sample: [rasdaemon]
+install:
+  description: What to install now - RV(missing) outside check mode, nothing in check mode (where
+    the missing packages are reported as a change instead).
+  type: list
+  elements: str
+  returned: always
 present:
   description: The packages of O(name) that are installed.
   type: list
@@ -99,7 +107,8 @@ def main():
     except PackageQueryError as exc:
         module.fail_json(msg=str(exc))
     present = [n for n in names if n not in missing]
-    result = {"missing": missing, "present": present, "manager": manager, "changed": False}
+    result = {"missing": missing, "present": present, "manager": manager, "changed": False,
+              "install": [] if module.check_mode else missing}
     if missing:
         result["msg"] = "%s: %s" % ("would install" if module.check_mode else "missing", ", ".join(missing))
         if module.check_mode:

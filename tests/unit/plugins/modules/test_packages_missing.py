@@ -51,7 +51,7 @@ def test_dpkg_check_mode_would_install(tmp_path):
     res = run_module(tmp_path, path, name=["mdadm", "rasdaemon", "libc6:amd64"], manager="auto",
                      _ansible_check_mode=True, _ansible_diff=True)
     assert res["manager"] == "dpkg" and res["changed"] is True, res
-    assert res["missing"] == ["rasdaemon"] and res["present"] == ["mdadm", "libc6:amd64"]
+    assert res["missing"] == ["rasdaemon"] and res["present"] == ["mdadm", "libc6:amd64"] and res["install"] == []
     assert res["msg"] == "would install: rasdaemon"
     assert res["diff"]["after"] == "install rasdaemon\n"
 
@@ -59,7 +59,7 @@ def test_dpkg_check_mode_would_install(tmp_path):
 def test_dpkg_outside_check_mode_reports_only(tmp_path):
     path = _bin(tmp_path, "dpkg-query", 'echo "dpkg-query: no packages found matching $last" >&2')
     res = run_module(tmp_path, path, name=["rasdaemon"], manager="dpkg")
-    assert res["changed"] is False and res["missing"] == ["rasdaemon"] and res["msg"] == "missing: rasdaemon"
+    assert res["changed"] is False and res["missing"] == res["install"] == ["rasdaemon"] and res["msg"] == "missing: rasdaemon"
     res = run_module(tmp_path, path, name=["mdadm"], manager="dpkg", _ansible_check_mode=True)
     assert res["changed"] is False and res["missing"] == []
 
