@@ -23,6 +23,7 @@ Usage: .venv/bin/python benchmarks/fleet.py [--sizes 1,8] [--declared 2000 [--re
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -158,10 +159,14 @@ def timed_playbook(playbook, inventory, extra=()):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.null")
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), playbook, "-i", inventory] + list(extra)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True)
-    return time.monotonic() - t0, proc.returncode, proc.stdout
+    wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)   # ansible-playbook and its workers
+    return wall, cpu, proc.returncode, proc.stdout
 
 
 def bench_declared(n, reps, workdir):
@@ -170,19 +175,23 @@ def bench_declared(n, reps, workdir):
         inv = os.path.join(workdir, "declared-%d-%d.json" % (n, ratio * 100))
         nf = declared_inventory(inv, n, ratio)
         rep = os.path.join(workdir, "declared-reports-%d" % (ratio * 100))
-        floor, pre = [], []
+        floor, pre, floor_cpu, pre_cpu = [], [], [], []
         for _ in range(reps):      # interleaved: both see the same machine load
-            floor.append(timed_playbook(os.path.join(ROOT, "benchmarks", "noop.yml"), inv)[0])
-            wall, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
-                                           ["-e", "dlrack_report_dir=" + rep, "-e", "preflight_print_summary=false"])
+            wall, cpu, _, _ = timed_playbook(os.path.join(ROOT, "benchmarks", "noop.yml"), inv)
+            floor.append(wall)
+            floor_cpu.append(cpu)
+            wall, cpu, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
+                                                ["-e", "dlrack_report_dir=" + rep, "-e", "preflight_print_summary=false"])
             if (rc != 0) != (nf > 0):
                 raise SystemExit("preflight on %d hosts (%d failing) exited %d:\n%s" % (n, nf, rc, out[-3000:]))
             pre.append(wall)
+            pre_cpu.append(cpu)
         with open(os.path.join(rep, "report.json")) as fh:
             got = sum(1 for h in json.load(fh)["hosts"].values() if h["status"] == "fail")
         if got != nf:
             raise SystemExit("expected %d failing hosts in report.json, got %d" % (nf, got))
-        rows.append({"ratio": ratio, "failing": nf, "floor": min(floor), "preflight": min(pre), "rc": rc})
+        rows.append({"ratio": ratio, "failing": nf, "floor": min(floor), "preflight": min(pre), "rc": rc,
+                     "floor_cpu": min(floor_cpu), "preflight_cpu": min(pre_cpu)})
         print("declared", n, json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -205,13 +214,16 @@ def declared_main(n, reps):
              "Produced by `.venv/bin/python benchmarks/fleet.py --declared %d --no-containers` on %s, %d CPUs, %s; "
              "best of %d, the floor and the pre-flight interleaved. Hosts: rack_a's HGX H200 node (8 GPUs, 8 NVMe + "
              "12 HDD; passes) and gpu-b01 (8x H100, 512 GiB RAM; fails), dlrack_fail_on=error. Floor: "
-             "benchmarks/noop.yml (load the inventory, one play, one task run once)."
+             "benchmarks/noop.yml (load the inventory, one play, one task run once). CPU = user+system time of "
+             "ansible-playbook and its workers: on a shared machine it moves far less with other load than wall time."
              % (n, os.uname().nodename, os.cpu_count(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), reps), "",
-             "| failing hosts | floor | preflight.yml | ratio | goal | exit code |", "|---|---|---|---|---|---|"]
+             "| failing hosts | floor wall | preflight.yml wall | ratio (wall) | floor CPU | preflight.yml CPU | ratio (CPU) "
+             "| goal | exit code |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         goal = 1.5 if r["ratio"] == 0 else 2.0
-        lines.append("| %d of %d (%d %%) | %.1f s | %.1f s | %.2fx | <= %.1fx | %d |" % (
-            r["failing"], n, r["ratio"] * 100, r["floor"], r["preflight"], r["preflight"] / r["floor"], goal, r["rc"]))
+        lines.append("| %d of %d (%d %%) | %.1f s | %.1f s | %.2fx | %.1f s | %.1f s | %.2fx | <= %.1fx | %d |" % (
+            r["failing"], n, r["ratio"] * 100, r["floor"], r["preflight"], r["preflight"] / r["floor"],
+            r["floor_cpu"], r["preflight_cpu"], r["preflight_cpu"] / r["floor_cpu"], goal, r["rc"]))
     lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)
