@@ -227,7 +227,7 @@ def declared_main(n, reps):
     lines.append("")
     lines.append("Before the single verdict (issue 9, 2,000 such hosts on this VM): 110.7 s vs the floor's 7.3 s "
                  "(15x) with 60 % failing, 23.6 s vs 11.6 s (2.0x) passing-only. Where the rest goes: see "
-                 "'Where the time goes' below.")
+                 "'Where the time goes'.")
     lines.append("")
     text = "\n".join(lines) + "\n"
     print(text)
