@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=(podman runc debootstrap xfsprogs e2fsprogs util-linux fdisk mdadm numactl
-           qemu-system-x86 qemu-utils linux-image-amd64 openssh-client ca-certificates)
+           qemu-system-x86 qemu-utils linux-image-amd64 openssh-client ca-certificates
+           chromium)  # chromium: tests/integration/test_report_browser.py renders the HTML report
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,16 +6,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
     DriftFileError, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
-    "report_dir": {"type": "path"},
+    "report_dir": {"type": "str"},
     "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
     "drift": {"type": "dict"},
     "drift_file": {"type": "path"},
@@ -24,7 +27,10 @@ _SPEC = {
     "select_first": {"type": "bool", "default": False},
     "gather": {"type": "bool", "default": False},
     "use_fact_cache": {"type": "bool", "default": False},
+    "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
 }
+
+display = Display()
 
 
 class ActionModule(ActionBase):
@@ -43,6 +49,13 @@ class ActionModule(ActionBase):
                 ((h, host_view(hostvars, h)) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
             result["changed"] = False
             return result
+        report_dir = args.get("report_dir")
+        if report_dir is not None:
+            # An empty directory setting means a mistake, never "no report": fail before validating.
+            if not report_dir.strip():
+                raise AnsibleActionFail("dlrack_report_dir is empty: set it to the directory where the reports go "
+                                        "(e.g. -e dlrack_report_dir=reports)")
+            report_dir = os.path.expanduser(os.path.expandvars(report_dir))
         inputs = {}
         gather_hosts = []
         for host in args["hosts"]:
@@ -63,8 +76,14 @@ class ActionModule(ActionBase):
                 drift = load_drift(args["drift_file"], args["hosts"])
             except DriftFileError as exc:
                 raise AnsibleActionFail(str(exc))
-        out = run_preflight(inputs, report_dir=args["report_dir"], fail_on=args["fail_on"], drift=drift,
-                            prefix=args["report_prefix"])
-        result.update(out)
+        out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
+                            prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])
         result["changed"] = False
+        if out.get("report_error"):
+            # The verdicts exist even though the files do not: print them, then fail naming the path
+            # (without dumping the whole fleet's result a second time).
+            display.display(out["text"])
+            result.update(failed=True, msg=out["report_error"], failed_hosts=out["failed_hosts"])
+            return result
+        result.update(out)
         return result

@@ -23,11 +23,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.edac import (
     detect_host, read_edac_sysfs)
+from ansible_collections.dlrack.node.plugins.module_utils.hostfs import read_uptime, write_atomic
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.parsers.nvidia_smi import parse_xml
 
@@ -340,7 +340,7 @@ def add_edac_metrics(metrics, edac, detection=None, findings=None, budget_24h=DE
 
 
 def add_gpu_metrics(metrics, gpus, up=None):
-    """GPU ECC samples from the per-GPU dicts of parsers.nvidia_smi (parse_xml / gpus_from_csv)."""
+    """GPU ECC samples from the per-GPU dicts of parsers.nvidia_smi.parse_xml."""
     if up is not None:
         metrics.add("dlrack_gpu_ecc_collector_up", 1 if up else 0)
     for gpu in gpus or []:
@@ -399,14 +399,6 @@ def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=N
 # node side: gather, write atomically
 # --------------------------------------------------------------------------------------------
 
-def read_uptime(root="/"):
-    try:
-        with open(os.path.join(root, "proc/uptime")) as handle:
-            return float(handle.read().split()[0])
-    except (IOError, OSError, ValueError, IndexError):
-        return None
-
-
 def gpus_from_nvidia_smi(command=None, xml_text=None, timeout=60):
     """(gpus, up): run ``nvidia-smi -q -x`` (or parse ``xml_text``). (None, None) without it."""
     if xml_text is None:
@@ -434,25 +426,6 @@ def find_nvidia_smi(path=None):
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def write_atomic(path, text, mode=0o644):
-    """Write ``text`` to a temp file in the same directory, fsync, rename over ``path``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_BUDGET_24H,

@@ -18,8 +18,16 @@ description:
   - Runs at most one C(nvidia-smi -q -x) (when nvidia-smi is found) to add GPU UUID, model, memory
     and ECC mode; C(dmidecode -t memory) (as root) for the memory ECC type; and C(blkid -p) per disk
     and partition (as root) for signatures.
-  - Never fails for a missing GPU, driver, dmidecode or EDAC, or for running unprivileged; those
-    fields are null and anything that was tried and failed is listed in C(dlrack_hw.errors).
+  - On nodes where nvidia-smi lists two or more GPUs, not all in MIG mode, one more call,
+    C(nvidia-smi nvlink -s) (all GPUs at once), fills C(nvlink_active) with the number of active
+    NVLink links per GPU (0 when nvidia-smi says the GPU has none or all are inactive). A single
+    GPU has no peer to link to, and NVLink queries are refused in MIG mode, so there the call is
+    skipped and C(nvlink_active) stays null.
+  - Never fails for a missing GPU, driver, dmidecode or EDAC, for running unprivileged, or for
+    garbage in sysfs or procfs; those fields are null and anything that was tried and failed is
+    listed in C(dlrack_hw.errors), including files that exist but cannot be read (permission
+    denied), garbled values (a cpulist, a number in C(/proc/cpuinfo)) and cpulists naming CPU ids
+    above 65535. One odd GPU never drops the others.
   - Read-only. Never reports a change.
 author:
   - dlrack.node contributors
@@ -121,7 +129,7 @@ dlrack_hw:
         - One entry per NVIDIA display/3D controller on the PCI bus, in nvidia-smi order (PCI order
           without nvidia-smi). index, uuid, model, memory_mb, pci_bus_id, numa_node (-1 when the
           platform has none), local_cpus, pcie (width, width_max, gen, gen_max), ecc_enabled,
-          nvlink_active (null unless known).
+          nvlink_active (active NVLink links from C(nvidia-smi nvlink -s); null when not asked or unknown).
         - Extra keys driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
           ecc_errors, retired_pages, remapped_rows, pcie.gen_host_max, pcie.speed, pcie.speed_max.
       type: list
@@ -145,7 +153,9 @@ dlrack_hw:
       type: float
       returned: when host is gathered
     errors:
-      description: What was tried and failed (a tool's exit status, unreadable output).
+      description:
+        - What was tried and failed (a tool's exit status, unreadable output, a file that exists but
+          cannot be read, a garbled value). Each line once, at most 50 lines plus a count of the rest.
       type: list
       elements: str
       returned: always

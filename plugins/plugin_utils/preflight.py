@@ -8,9 +8,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.report import summary_lines, write_reports
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
+    ReportWriteError, finite_copy, summary_lines, write_reports)
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
@@ -167,8 +169,53 @@ def drift_record(changes, failures, unreachable):
     return {"status": status, "changes": changes, "failures": failures, "unreachable": unreachable}
 
 
-def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report"):
+_LONG_DIGITS = re.compile(r"\d{309}")
+
+
+def _plainly_finite(value):
+    """Fast check (the C JSON encoder) that ``value`` holds no NaN/Infinity and no integer beyond
+    2^1024 (no run of more than 308 digits); anything doubtful goes to the exact walk."""
+    try:
+        text = json.dumps(value, allow_nan=False, default=str)
+    except ValueError:
+        return False
+    return _LONG_DIGITS.search(text) is None
+
+
+def guard_non_finite(results):
+    """Replace every NaN/Infinity (and integer beyond 2^1024) in the reported parts of the results
+    (findings, provenance) by None and give that host an error finding naming where it was, so that
+    no report carries such a number and none is silently dropped. (The hardware document itself is
+    not written to JSON; the HTML drawing shows such values as "?".) Returns the hosts that had any."""
+    hit = []
+    for host in sorted(results):
+        res, found = results[host], []
+        if _plainly_finite([res.get("findings"), res.get("provenance")]):
+            continue
+        for key in ("findings", "provenance"):
+            if res.get(key) is not None:
+                res[key] = finite_copy(res[key], key, found)
+        if found:
+            hit.append(host)
+            res["findings"].insert(0, {
+                "rule": "inventory.schema", "severity": "error", "observed": "NaN/Infinity", "required": "a finite number",
+                "message": "host %s: non-finite or absurdly large number (NaN, Infinity, > 2^1024) in %s; reported as null"
+                           % (host, ", ".join(found[:5]) + (" and %d more" % (len(found) - 5) if len(found) > 5 else "")),
+                "remedy": "fix the inventory values of %s that produce NaN or Infinity" % host})
+            res.setdefault("rules", {})["inventory.schema"] = "fail"
+            res["status"] = "fail"
+    return hit
+
+
+def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
+                  report_dir_var="dlrack_report_dir"):
+    """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
+    ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
+    be written does not raise: the result carries ``report_error`` (naming the path and
+    ``report_dir_var``) next to the complete summary, so the caller can print both and fail."""
     results, summary = evaluate_fleet(inputs)
+    if guard_non_finite(results):
+        summary = summarize(results)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},
@@ -187,9 +234,13 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
                     f.get("task"), f.get("msg")))
         if not out["drift_hosts"] and not out["error_hosts"]:
             out["lines"].append("no drift on %d host(s)" % len(drift))
-    if report_dir:
-        out["report_paths"] = write_reports(report_dir, results, summary, drift=drift,
-                                            meta={"fail_on": fail_on}, prefix=prefix)
-        out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+    if report_dir is not None:
+        try:
+            out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta={"fail_on": fail_on},
+                                                prefix=prefix, junit_warnings=junit_warnings, what=report_dir_var)
+            out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+        except ReportWriteError as exc:
+            out["report_error"] = str(exc)
+            out["lines"].append("reports NOT written: %s" % exc)
     out["text"] = "\n".join(out["lines"])
     return out

@@ -7,24 +7,296 @@ one self-contained HTML page (for people) and a plain-text summary (for the term
 Input everywhere: ``results`` = {host: evaluate_host() result} and ``summary`` = summarize().
 ``drift`` (optional) = {host: {"changes": [{"role", "task", "action", "diff"}], ...}} adds the
 drift section used by the drift playbook.
+
+The first part of this file holds small building blocks that every report writer of the
+collection uses (the drift callback, the acceptance role): strict JSON, XML-safe text, a JUnit
+writer from plain data, the Jinja2 environment with the report templates, and the atomic write of
+a set of files that belong together.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import datetime
+import functools
 import json
+import math
 import os
+import re
 import tempfile
+import uuid
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import parse_cpulist
+from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
+
+from ansible_collections.dlrack.node.plugins.module_utils.cpulist import CpuListError, parse_cpulist
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Ansible controllers are POSIX; no lock then, still atomic per file
+    fcntl = None
 
-def _now():
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+JUNIT_WARNINGS = ("skipped", "failed", "passed")
+LOCK_NAME = ".dlrack-report.lock"
+
+
+# ------------------------------------------------------------------------------ building blocks
+
+class ReportWriteError(Exception):
+    """The reports could not be written; the message names the path and what to change."""
+
+
+def now_iso():
+    """The current UTC time, ISO 8601 to the second."""
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
+
+_now = now_iso
+
+
+def new_run_id():
+    """A fresh id for one run; every file of the run carries it, so a reader can tell that
+    report.json, report.xml and report.html come from the same run."""
+    return "%s-%s" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"), uuid.uuid4().hex[:12])
+
+
+def finite_copy(value, path="", found=None):
+    """Copy of ``value`` (dicts, lists, scalars) in which every non-finite float (NaN, +-Infinity)
+    and every integer beyond any float's range (more than 1024 bits: Python cannot even print one
+    of 4300 digits) is None. ``found`` (a list), when given, receives the dotted path of each."""
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        if math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1024:
+            return value
+        if found is not None:
+            found.append(path or "(value)")
+        return None
+    if isinstance(value, dict):
+        return {k: finite_copy(v, "%s.%s" % (path, k) if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_copy(v, "%s[%d]" % (path, i), found) for i, v in enumerate(value)]
+    return value
+
+
+_LONG_DIGITS = re.compile(r"\d{309}")
+
+
+def _default(value):
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def strict_json_dumps(doc, indent=2, sort_keys=False):
+    """JSON text that every parser accepts: non-finite floats and absurd integers become null (never ``NaN``),
+    objects JSON cannot express are written with str(), output is ASCII (lone surrogates are
+    escaped, never written raw). Raises nothing for odd values; allow_nan=False guards the rest."""
+    try:  # the C encoder first; the exact walk only when a number needs replacing
+        text = json.dumps(doc, indent=indent, sort_keys=sort_keys, allow_nan=False, ensure_ascii=True, default=_default)
+        if _LONG_DIGITS.search(text) is None:
+            return text + "\n"
+    except ValueError:
+        pass
+    return json.dumps(finite_copy(doc), indent=indent, sort_keys=sort_keys, allow_nan=False,
+                      ensure_ascii=True, default=_default) + "\n"
+
+
+# Characters XML 1.0 cannot carry at all (C0 controls except TAB/LF/CR, lone surrogates, U+FFFE/F).
+_XML_BAD = re.compile(u"[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(value):
+    """``value`` as text that XML 1.0 (and HTML) can carry: every character XML forbids (control
+    characters, lone surrogates) is written as a visible ``\\xNN``/``\\uNNNN`` escape instead.
+    None becomes "". Escaping of ``<``, ``&`` and quotes is still the caller's (or Jinja's) job."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if _XML_BAD.search(text) is None:
+        return text
+    return _XML_BAD.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100 else "\\u%04x" % ord(m.group()),
+                        text)
+
+
+def junit_case(classname, name, result="passed", message=None, kind=None, text=None, system_out=None):
+    """One JUnit testcase as plain data for junit_xml(); ``result`` is passed, failure, error or skipped."""
+    if result not in ("passed", "failure", "error", "skipped"):
+        raise ValueError("junit_case: result must be passed, failure, error or skipped, not %r" % (result,))
+    return {"classname": classname, "name": name, "result": result, "message": message, "type": kind,
+            "text": text, "system_out": system_out}
+
+
+def junit_xml(suites, name="dlrack.node", properties=None):
+    """A JUnit XML document from plain data.
+
+    ``suites``: iterable of ``{"name": str, "cases": [junit_case(...), ...], "properties": {...}}``.
+    ``properties`` (e.g. ``{"run_id": ...}``) are added to every suite's <properties> (where the
+    JUnit schema allows them). Counts (tests, failures, errors, skipped) are computed from the
+    cases. Every string is made XML-safe, so the document is well formed whatever the input."""
+    body, totals = [], {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    count_key = {"failure": "failures", "error": "errors", "skipped": "skipped"}
+    for suite in suites:
+        cases = suite.get("cases") or []
+        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
+        for c in cases:
+            if c["result"] in count_key:
+                counts[count_key[c["result"]]] += 1
+        for k in totals:
+            totals[k] += counts[k]
+        body.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
+                    % (_qa(suite.get("name")), counts["tests"], counts["failures"], counts["errors"], counts["skipped"]))
+        props = dict(properties or {}, **(suite.get("properties") or {}))
+        if props:
+            body.append("    <properties>")
+            body.extend('      <property name=%s value=%s/>' % (_qa(k), _qa(v)) for k, v in sorted(props.items()))
+            body.append("    </properties>")
+        for c in cases:
+            body.append('    <testcase classname=%s name=%s>' % (_qa(c.get("classname")), _qa(c.get("name"))))
+            if c["result"] in ("failure", "error"):
+                body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
+                                                                       _xe(c.get("text")), c["result"]))
+            elif c["result"] == "skipped":
+                body.append('      <skipped message=%s/>' % _qa(c.get("message")))
+            if c.get("system_out"):
+                body.append('      <system-out>%s</system-out>' % _xe(c["system_out"]))
+            body.append('    </testcase>')
+        body.append('  </testsuite>')
+    head = ['<?xml version="1.0" encoding="UTF-8"?>',
+            '<testsuites name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
+            % (_qa(name), totals["tests"], totals["failures"], totals["errors"], totals["skipped"])]
+    return "\n".join(head + body + ["</testsuites>"]) + "\n"
+
+
+def _qa(value):
+    return quoteattr(xml_safe(value))
+
+
+def _xe(value):
+    return escape(xml_safe(value))
+
+
+def _finalize(value):
+    """Jinja finalize: None prints as nothing, text is made XML/HTML-safe before autoescaping
+    (markup that templates produce themselves, e.g. included drawings, passes unchanged)."""
+    kind = type(value)
+    if kind is int or kind is Markup:
+        return value
+    if kind is str:
+        return value if _XML_BAD.search(value) is None else xml_safe(value)
+    if value is None:
+        return ""
+    return xml_safe(value)
+
+
+_ENV = {}
+
+
+def jinja_env(directory=TEMPLATES):
+    """The Jinja2 environment for report templates: templates loaded from ``directory`` (by default
+    the collection's plugins/plugin_utils/templates), autoescape on for every template, undefined
+    names are errors, None prints as nothing and forbidden characters are escaped (xml_safe)."""
+    if directory not in _ENV:
+        import jinja2
+        _ENV[directory] = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(directory), autoescape=True, undefined=jinja2.StrictUndefined,
+            finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    return _ENV[directory]
+
+
+def render(template, **context):
+    """Render one report template of the collection with ``context``."""
+    return jinja_env().get_template(template).render(**context)
+
+
+@contextlib.contextmanager
+def _dir_lock(directory):
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _problem(exc):
+    return exc.strerror or str(exc)
+
+
+def prepare_dir(directory, what="dlrack_report_dir"):
+    """Create ``directory`` if needed; ReportWriteError naming it (and ``what`` sets it) when it is
+    empty, is a file, or cannot be created or written."""
+    if directory is None or not str(directory).strip():
+        raise ReportWriteError("%s is empty: set it to the directory where the reports go (e.g. -e %s=reports)"
+                               % (what, what))
+    directory = str(directory)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ReportWriteError("the report directory %s (%s) is not a directory; set %s to a directory"
+                               % (directory, what, what))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise ReportWriteError("cannot create the report directory %s (%s): %s; set %s to a writable directory"
+                               % (directory, what, _problem(exc), what))
+    if not os.path.isdir(directory):
+        raise ReportWriteError("the report directory %s (%s) is not a directory; set %s to a directory"
+                               % (directory, what, what))
+    return directory
+
+
+def write_file_set(directory, files, what="dlrack_report_dir", mode=0o644):
+    """Write ``files`` ({file name: text}) into ``directory`` as one set and return {name: path}.
+
+    Every file is first written in full to a temporary file in the same directory; then, under an
+    exclusive lock on the directory's ``.dlrack-report.lock``, all temporary files are renamed into
+    place. Readers never see a half-written file, and when two runs write the same directory at the
+    same time the set that stays is one run's complete set, never a mix. Any failure raises
+    ReportWriteError naming the path (``what`` names the setting that chose it); no temporary file
+    is left behind."""
+    directory = prepare_dir(directory, what)
+    tmps = []
+    try:
+        for name, text in files.items():
+            fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=directory)
+            tmps.append((name, tmp))
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(text)
+            os.chmod(tmp, mode)
+        with _dir_lock(directory):
+            for name, tmp in tmps:
+                os.replace(tmp, os.path.join(directory, name))
+    except OSError as exc:
+        _cleanup(tmps)
+        raise ReportWriteError("cannot write the reports in %s (%s): %s; set %s to a writable directory"
+                               % (directory, exc.filename or directory, _problem(exc), what))
+    except BaseException:
+        _cleanup(tmps)
+        raise
+    return {name: os.path.join(directory, name) for name in files}
+
+
+def _cleanup(tmps):
+    for _, tmp in tmps:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def atomic_write(path, text, mode=0o644):
+    """Replace one file atomically (write_file_set with a single file)."""
+    return write_file_set(os.path.dirname(path) or ".", {os.path.basename(path): text}, what=path, mode=mode)[
+        os.path.basename(path)]
+
+
+_atomic_write = atomic_write
+
+
+# ---------------------------------------------------------------------------------- JSON, JUnit
 
 def _public(result):
     """The per-host JSON contract: status + findings (+ what we evaluated)."""
@@ -39,62 +311,77 @@ def _public(result):
     return out
 
 
-def build_json(results, summary, drift=None, meta=None):
+def build_json(results, summary, drift=None, meta=None, run_id=None):
+    """The report.json document; ``summary.run_id`` ties it to the XML and HTML of the same run."""
     doc = {"hosts": {h: _public(r) for h, r in sorted(results.items())},
-           "summary": dict(summary, generated_at=_now(), **(meta or {}))}
+           "summary": dict(summary, generated_at=now_iso(), run_id=run_id or new_run_id(), **(meta or {}))}
     if drift is not None:
         doc["drift"] = drift
     return doc
 
 
-def build_junit(results, summary, drift=None):
-    """One testsuite per host, one testcase per rule evaluated; errors are failures,
-    warnings are reported in system-out (JUnit has no warning state), skips are skipped."""
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>']
-    total = sum(len(r.get("rules", {})) for r in results.values())
-    failures = sum(1 for r in results.values() for o in r.get("rules", {}).values() if o == "fail")
-    lines.append('<testsuites name="dlrack.node preflight" tests="%d" failures="%d">' % (total, failures))
+def _detail(f):
+    return "observed: %s\nrequired: %s\nremedy: %s" % (f.get("observed"), f.get("required"), f.get("remedy"))
+
+
+def _ordered_rules(rules):
+    return [r for r in RULE_IDS if r in rules] + sorted(set(rules) - set(RULE_IDS))
+
+
+def _host_cases(host, res, warnings):
+    """JUnit cases of one host: one failure per error finding (four schema errors = four failures),
+    warnings per ``warnings`` (skipped / failed / passed, one case each), otherwise one case per rule."""
+    cases = []
+    classname = "preflight." + host
+    for rule in _ordered_rules(res.get("rules", {})):
+        fs = [f for f in res["findings"] if f["rule"] == rule]
+        errors = [f for f in fs if f["severity"] == "error"]
+        warns = [f for f in fs if f["severity"] == "warning" and not f.get("skipped")] if warnings != "passed" else []
+        problems = errors + warns
+        others = "\n".join("[%s] %s" % (f["severity"], f["message"]) for f in fs if f not in problems) or None
+        if not problems:
+            outcome = res["rules"][rule]
+            if outcome == "skip":
+                cases.append(junit_case(classname, rule, "skipped", "; ".join(f["message"] for f in fs), system_out=others))
+            else:
+                cases.append(junit_case(classname, rule, "passed", system_out=others))
+            continue
+        for i, f in enumerate(problems):
+            name = rule if len(problems) == 1 else "%s #%d" % (rule, i + 1)
+            if f["severity"] == "error":
+                cases.append(junit_case(classname, name, "failure", f["message"], "error", _detail(f), others))
+            elif warnings == "failed":
+                cases.append(junit_case(classname, name, "failure", "warning: " + f["message"], "warning", _detail(f), others))
+            else:
+                cases.append(junit_case(classname, name, "skipped", "warning: " + f["message"], system_out=_detail(f)))
+            others = None  # informational lines once per rule
+    return cases
+
+
+def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
+    """One testsuite per host. Each error finding is its own failing testcase; warnings are
+    ``warnings``: "skipped" (default: a skipped case whose message starts with "warning:"),
+    "failed" (a failure of type warning) or "passed" (a passing case). Rules that hold are one
+    passing case each; rules not checked are skipped. Drift changes are one failure each."""
+    if warnings not in JUNIT_WARNINGS:
+        raise ValueError("dlrack_junit_warnings must be one of %s, not %r" % (", ".join(JUNIT_WARNINGS), warnings))
+    suites = []
     for host in sorted(results):
-        res = results[host]
-        rules = res.get("rules", {})
-        hf = sum(1 for o in rules.values() if o == "fail")
-        hs = sum(1 for o in rules.values() if o == "skip")
-        lines.append('  <testsuite name=%s tests="%d" failures="%d" skipped="%d">'
-                     % (quoteattr(host), len(rules), hf, hs))
-        for rule in [r for r in RULE_IDS if r in rules] + sorted(set(rules) - set(RULE_IDS)):
-            outcome = rules[rule]
-            fs = [f for f in res["findings"] if f["rule"] == rule]
-            lines.append('    <testcase classname=%s name=%s>' % (quoteattr("preflight." + host), quoteattr(rule)))
-            if outcome == "fail":
-                errs = [f for f in fs if f["severity"] == "error"]
-                msg = "; ".join(f["message"] for f in errs)
-                body = "\n".join("observed: %s\nrequired: %s\nremedy: %s" % (f["observed"], f["required"], f["remedy"])
-                                 for f in errs)
-                lines.append('      <failure message=%s type="error">%s</failure>' % (quoteattr(msg), escape(body)))
-            elif outcome == "skip":
-                lines.append('      <skipped message=%s/>' % quoteattr("; ".join(f["message"] for f in fs)))
-            text = "\n".join("[%s] %s" % (f["severity"], f["message"]) for f in fs)
-            if text:
-                lines.append('      <system-out>%s</system-out>' % escape(text))
-            lines.append('    </testcase>')
+        cases = _host_cases(host, results[host], warnings)
         for change in (drift or {}).get(host, {}).get("changes", []):
-            name = "drift: %s" % change.get("task")
-            lines.append('    <testcase classname=%s name=%s>' % (quoteattr("drift." + host), quoteattr(name)))
-            lines.append('      <failure message=%s type="drift">%s</failure>'
-                         % (quoteattr("would change: %s" % change.get("task")), escape(json.dumps(change, default=str))))
-            lines.append('    </testcase>')
-        for failure in (drift or {}).get(host, {}).get("failures", []):
+            cases.append(junit_case("drift." + host, "drift: %s" % change.get("task"), "failure",
+                                    "would change: %s" % change.get("task"), "drift", strict_json_dumps(change, indent=None)))
+        host_drift = (drift or {}).get(host, {})
+        for failure in host_drift.get("failures", []):
             # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
-            name = "drift check: %s" % failure.get("task")
-            lines.append('    <testcase classname=%s name=%s>' % (quoteattr("drift." + host), quoteattr(name)))
-            lines.append('      <error message=%s type="%s">%s</error>'
-                         % (quoteattr("%s: %s" % (failure.get("task"), failure.get("msg"))),
-                            "unreachable" if (drift or {}).get(host, {}).get("unreachable") else "check_failed",
-                            escape(json.dumps(failure, default=str))))
-            lines.append('    </testcase>')
-        lines.append('  </testsuite>')
-    lines.append('</testsuites>')
-    return "\n".join(lines) + "\n"
+            cases.append(junit_case("drift." + host, "drift check: %s" % failure.get("task"), "error",
+                                    "%s: %s" % (failure.get("task"), failure.get("msg")),
+                                    "unreachable" if host_drift.get("unreachable") else "check_failed",
+                                    strict_json_dumps(failure, indent=None)))
+        suites.append({"name": host, "cases": cases})
+    if not suites:
+        suites.append({"name": "dlrack.node preflight (no hosts)", "cases": []})
+    return junit_xml(suites, name="dlrack.node preflight", properties={"run_id": run_id} if run_id else None)
 
 
 def summary_lines(results, summary):
@@ -110,29 +397,125 @@ def summary_lines(results, summary):
     return out
 
 
-# ----------------------------------------------------------------------------------------- HTML
+# ------------------------------------------------------------------------------ topology drawing
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
-header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}
-header p{margin:4px 0 0;color:#b8c0cc}main{padding:20px 28px;max-width:1400px}
-.cards{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:18px}
-.card{background:#fff;border-radius:8px;padding:12px 18px;min-width:110px;box-shadow:0 1px 2px #0002}
-.card b{display:block;font-size:26px}.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
-.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}
-.scroll{overflow-x:auto}td.h{white-space:nowrap}
-table{border-collapse:collapse;background:#fff;width:100%;box-shadow:0 1px 2px #0002;border-radius:8px;overflow:hidden}
-th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top}
-th{background:#eef0f3;font-weight:600;font-size:12px}
-td.c{text-align:center}.cell{display:inline-block;width:18px;height:18px;border-radius:4px}
-.cell.pass{background:#2da44e}.cell.warn{background:#d4a72c}.cell.fail{background:#cf222e}.cell.skip{background:#d0d7de}
-section.host{background:#fff;border-radius:8px;margin:18px 0;padding:14px 18px;box-shadow:0 1px 2px #0002}
-section.host h2{margin:0 0 8px;font-size:17px}.muted{color:#57606a}
-.findings td{font-size:13px}.sev-error{color:#cf222e;font-weight:600}.sev-warning{color:#9a6700;font-weight:600}
-.sev-info{color:#57606a}details summary{cursor:pointer;color:#0969da}
-svg text{font-family:system-ui,sans-serif}
-"""
+MAX_COLUMNS = 8          # sockets / NUMA nodes drawn; more are summarised as "+N more"
+MAX_ROWS = 12            # GPU and disk lines per column; more are summarised as "+N more"
+COL_MIN, COL_MAX, GAP = 230, 420, 16
+ROW_H, ROW_STEP, TOP = 24, 30, 62
+
+# Advance widths in em of DejaVu Sans / Verdana, the widest common sans-serif faces: an estimate
+# from them is an upper bound for narrower faces (Liberation, Helvetica, Segoe UI, Roboto).
+_NARROW = set("il.,:;'|!()[]{}ftrjI /")
+_WIDE = set("mwMW@%")
+
+
+@functools.lru_cache(maxsize=8192)
+def text_width(text, size, bold=False):
+    """Upper estimate of the rendered width in px of ``text`` at font ``size`` (px)."""
+    em = 0.0
+    for ch in text:
+        if ch in _NARROW:
+            em += 0.40
+        elif ch in _WIDE:
+            em += 1.0
+        elif ch.isupper() or ch.isdigit():
+            em += 0.74
+        else:
+            em += 0.64
+    return em * size * (1.1 if bold else 1.0)
+
+
+def fit_text(text, max_px, size, bold=False):
+    """``text`` cut with an ellipsis so that text_width() fits ``max_px``."""
+    text = xml_safe(text)
+    if text_width(text, size, bold) <= max_px:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # longest prefix that fits with the ellipsis
+        mid = (lo + hi + 1) // 2
+        if text_width(text[:mid] + u"\u2026", size, bold) <= max_px:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + u"\u2026"
+
+
+def _int_or_none(value, lo=0, hi=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi is not None and value > hi):
+        return None
+    return value
+
+
+def _show(value):
+    """A scalar for display; "?" for None and for integers too long to print (Python >= 3.11 refuses
+    str() beyond 4300 digits)."""
+    if value is None or (isinstance(value, int) and value.bit_length() > 1024):
+        return "?"
+    return value
+
+
+def _gb(mb, unit="GB"):
+    try:
+        return "%d %s" % (round(float(mb) / 1024.0), unit) if mb else ""
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+
+
+def _tb(size_bytes):
+    try:
+        return "%.1f TB" % (float(size_bytes) / 1e12) if size_bytes else ""
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+
+
+def _cpu_count(cpus):
+    """CPUs in a cpulist, without expanding absurd ranges (None when it cannot be told cheaply)."""
+    if not isinstance(cpus, str) or any(len(n) > 5 or int(n) > 65535 for n in re.findall(r"\d+", cpus)):
+        return None
+    try:
+        return len(parse_cpulist(cpus))
+    except CpuListError:
+        return None
+
+
+def _topology_nodes(hw):
+    """Step 1: the columns to draw - NUMA nodes, or the declared sockets - capped at MAX_COLUMNS."""
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
+    nodes = [n for n in (cpu.get("numa_nodes") or []) if isinstance(n, dict)]
+    if nodes:
+        declared, total = False, len(nodes)
+    else:
+        # Declared without NUMA detail: one box per socket, GPUs spread evenly (shown as such).
+        total = _int_or_none(cpu.get("sockets"), 1, 2 ** 63) or 1
+        declared = True
+        nodes = [{"id": i} for i in range(min(total, MAX_COLUMNS))]
+    return [dict(n, _declared=declared) for n in nodes[:MAX_COLUMNS]], total - min(total, MAX_COLUMNS)
+
+
+def _place_devices(nodes, gpus, disks):
+    """Step 2: which GPUs and disks go in which column (by numa_node; spread for declared sockets)."""
+    ids = [n.get("id") for n in nodes]
+    placed = {nid: ([], []) for nid in ids}
+    loose = ([], [])
+    declared = bool(nodes and nodes[0]["_declared"])
+    for i, g in enumerate(gpus):
+        nid = g.get("numa_node")
+        if nid in placed and not declared:
+            placed[nid][0].append(g)
+        elif declared or len(ids) == 1:
+            placed[ids[i * len(ids) // max(len(gpus), 1)]][0].append(g)
+        else:
+            loose[0].append(g)
+    for d in disks:
+        nid = d.get("numa_node")
+        if nid in placed and not declared:
+            placed[nid][1].append(d)
+        elif len(ids) == 1:
+            placed[ids[0]][1].append(d)
+        else:
+            loose[1].append(d)
+    return placed, loose
 
 
 def _group_disks(disks):
@@ -147,212 +530,199 @@ def _group_disks(disks):
     return [(count, d) for _, count, d in groups]
 
 
-def _svg_topology(hw):
-    """Sockets / NUMA nodes with the GPUs and disks on each, GPU link width, as inline SVG."""
-    if not hw:
-        return '<p class="muted">no hardware description</p>'
-    cpu = hw.get("cpu") or {}
-    nodes = [n for n in (cpu.get("numa_nodes") or [])]
-    gpus = hw.get("gpus") or []
-    disks = hw.get("disks") or []
-    if not nodes:
-        # Declared without NUMA detail: one box per socket, GPUs spread evenly (shown as such).
-        sockets = cpu.get("sockets") or 1
-        nodes = [{"id": i, "cpus": None, "memory_mb": None, "_declared": True} for i in range(sockets)]
-    node_ids = [n["id"] for n in nodes]
-    placed = {nid: [] for nid in node_ids}
-    unplaced = []
-    for i, g in enumerate(gpus):
-        nid = g.get("numa_node")
-        if nid in placed:
-            placed[nid].append(g)
-        elif nodes and nodes[0].get("_declared"):
-            placed[node_ids[i * len(node_ids) // max(len(gpus), 1)]].append(g)
-        elif len(node_ids) == 1:
-            placed[node_ids[0]].append(g)
-        else:
-            unplaced.append(g)
-    dplaced = {nid: [] for nid in node_ids}
-    dunplaced = []
-    for d in disks:
-        nid = d.get("numa_node")
-        (dplaced[nid] if nid in dplaced else dunplaced).append(d)
-    if len(node_ids) == 1:
-        dplaced[node_ids[0]].extend(dunplaced)
-        dunplaced = []
-    col_w, gap = 300, 16
-    rows = max([len(placed[n]) + len(_group_disks(dplaced[n])) for n in node_ids]
-               + [len(unplaced) + len(_group_disks(dunplaced)), 1])
-    height = 70 + rows * 30 + 20
-    cols = len(node_ids) + (1 if unplaced or dunplaced else 0)
-    width = cols * (col_w + gap) + gap
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img">'
-             % (width, height, width, height)]
+def _gpu_item(g, source):
+    p = g.get("pcie") if isinstance(g.get("pcie"), dict) else {}
+    w, wm = p.get("width"), p.get("width_max")
+    bad = isinstance(w, int) and isinstance(wm, int) and w < wm
+    right = "x%s/x%s" % (_show(w), _show(wm)) if w is not None else ("declared" if source == "declared" else "link n/a")
+    model = str(g.get("model") or "").replace("NVIDIA ", "") or "%s (model unknown)" % (g.get("pci_bus_id") or "?")
+    label = " ".join(s for s in ("GPU%s" % _show(g.get("index")), model, _gb(g.get("memory_mb"))) if s)
+    return {"kind": "gpu", "label": label, "right": right, "bad": bad,
+            "fill": "#ffebe9" if bad else "#dafbe1", "stroke": "#cf222e" if bad else "#2da44e"}
 
-    def column(x, title, subtitle, items_gpu, items_disk, fill):
-        parts.append('<rect x="%d" y="8" width="%d" height="%d" rx="8" fill="%s" stroke="#8c959f"/>'
-                     % (x, col_w, height - 16, fill))
-        parts.append('<text x="%d" y="30" font-size="14" font-weight="600">%s</text>' % (x + 12, escape(title)))
-        parts.append('<text x="%d" y="48" font-size="11" fill="#57606a">%s</text>' % (x + 12, escape(subtitle)))
-        y = 60
-        for g in items_gpu:
-            p = g.get("pcie") or {}
-            w, wm = p.get("width"), p.get("width_max")
-            bad = w is not None and wm is not None and w < wm
-            link = "x%s/x%s" % (w, wm) if w is not None else ("declared" if hw.get("source") == "declared" else "link n/a")
-            mem = "%d GB" % round(g["memory_mb"] / 1024.0) if g.get("memory_mb") else ""
-            parts.append('<rect x="%d" y="%d" width="%d" height="24" rx="4" fill="%s" stroke="%s"/>'
-                         % (x + 10, y, col_w - 20, "#ffebe9" if bad else "#dafbe1", "#cf222e" if bad else "#2da44e"))
-            label = "GPU%s %s %s" % (g.get("index"), (g.get("model") or "").replace("NVIDIA ", "")
-                                     or "%s (model unknown)" % (g.get("pci_bus_id") or "?"), mem)
-            parts.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 16, y + 16, escape(label[:38])))
-            parts.append('<text x="%d" y="%d" font-size="11" text-anchor="end" fill="%s">%s</text>'
-                         % (x + col_w - 16, y + 16, "#cf222e" if bad else "#1a7f37", escape(link)))
-            y += 30
-        for count, d in _group_disks(items_disk):
-            size = "%.1f TB" % (d["size_bytes"] / 1e12) if d.get("size_bytes") else ""
-            kind = d.get("kind") or "?"
-            fillc = {"nvme": "#ddf4ff", "ssd": "#fbefff", "hdd": "#fff8c5"}.get(kind, "#f6f8fa")
-            parts.append('<rect x="%d" y="%d" width="%d" height="24" rx="4" fill="%s" stroke="#8c959f"/>'
-                         % (x + 10, y, col_w - 20, fillc))
-            name = d.get("model") if count > 1 else (d.get("name") or d.get("model") or "")
-            label = "%s%s %s %s" % ("%d x " % count if count > 1 else "", kind.upper(), name or "", size)
-            if (d.get("in_use") or {}).get("system"):
-                label += " (system)"
-            parts.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 16, y + 16, escape(label[:46])))
-            y += 30
 
-    x = gap
+def _disk_item(count, d):
+    kind = str(d.get("kind") or "?")
+    name = d.get("model") if count > 1 else (d.get("name") or d.get("model") or "")
+    label = " ".join(s for s in ("%d x" % count if count > 1 else "", kind.upper(), str(name or ""), _tb(d.get("size_bytes"))) if s)
+    if (d.get("in_use") or {}).get("system"):
+        label += " (system)"
+    fill = {"nvme": "#ddf4ff", "ssd": "#fbefff", "hdd": "#fff8c5"}.get(kind, "#f6f8fa")
+    return {"kind": "disk", "label": label, "right": "", "bad": False, "fill": fill, "stroke": "#8c959f"}
+
+
+def _column_items(gpus, disks, source):
+    """Step 3: the lines of one column, capped at MAX_ROWS with a "+N more" line."""
+    items = [_gpu_item(g, source) for g in gpus if isinstance(g, dict)]
+    items += [_disk_item(c, d) for c, d in _group_disks([d for d in disks if isinstance(d, dict)])]
+    if len(items) > MAX_ROWS:
+        more = len(items) - (MAX_ROWS - 1)
+        items = items[:MAX_ROWS - 1] + [{"kind": "more", "label": "+%d more GPU/disk lines" % more, "right": "",
+                                         "bad": False, "fill": "#ffffff", "stroke": "#8c959f"}]
+    return items
+
+
+def _node_titles(n, cpu):
+    if n["_declared"]:
+        model = str(cpu.get("model") or "CPU").replace("(R)", "").replace("(TM)", "")
+        return "Socket %s" % _show(n.get("id")), "%s, declared" % model
+    ncpus = _cpu_count(n.get("cpus"))
+    mem = _gb(n.get("memory_mb")) or "no memory"
+    if not ncpus:
+        return "NUMA node %s" % _show(n.get("id")), ("CPU-less node, %s" % mem if ncpus == 0 else "CPUs ?, %s" % mem)
+    cpus = str(n.get("cpus"))
+    return "NUMA node %s" % _show(n.get("id")), "%d CPUs%s, %s" % (ncpus, " (%s)" % cpus if len(cpus) < 24 else "", mem)
+
+
+def _layout(columns):
+    """Step 4: sizes from text-width estimates; every text is cut to its box (full text kept
+    for the <title> tooltip). Returns the drawing as data for topology.svg.j2."""
+    x, height = GAP, TOP + max([len(c["items"]) for c in columns] + [1]) * ROW_STEP + 16
+    out = []
+    for c in columns:
+        want = max([text_width(c["title"], 14, True), text_width(c["subtitle"], 11)]
+                   + [text_width(i["label"], 12) + (text_width(i["right"], 11) + 12 if i["right"] else 0) + 12
+                      for i in c["items"]]) + 24 + 20
+        w = int(min(max(want, COL_MIN), COL_MAX))
+        col = {"x": x, "w": w, "h": height - 16, "fill": c["fill"], "title": c["title"], "subtitle": c["subtitle"],
+               "title_fit": fit_text(c["title"], w - 24, 14, True), "subtitle_fit": fit_text(c["subtitle"], w - 24, 11),
+               "items": []}
+        y = TOP
+        for it in c["items"]:
+            right = fit_text(it["right"], 80, 11) if it["right"] else ""
+            avail = (w - 20) - 12 - (text_width(right, 11) + 10 if right else 0)
+            col["items"].append(dict(it, x=x + 10, y=y, w=w - 20, label_fit=fit_text(it["label"], avail, 12), right_fit=right))
+            y += ROW_STEP
+        out.append(col)
+        x += w + GAP
+    return {"width": x, "height": height, "columns": out}
+
+
+def topology(hw):
+    """The topology drawing of one host as data (None without a hardware description): one column
+    per NUMA node (or declared socket) with its GPUs (link width) and disks. Bounded whatever the
+    declared numbers: at most MAX_COLUMNS columns of at most MAX_ROWS lines, the rest summarised."""
+    if not isinstance(hw, dict) or not hw:
+        return None
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
+    gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, dict)]
+    disks = [d for d in (hw.get("disks") or []) if isinstance(d, dict)]
+    nodes, more_nodes = _topology_nodes(hw)
+    placed, loose = _place_devices(nodes, gpus, disks)
+    source = hw.get("source")
+    columns = []
     for n in nodes:
-        if n.get("_declared"):
-            title = "Socket %d" % n["id"]
-            sub = "%s, declared" % (cpu.get("model") or "CPU").replace("(R)", "").replace("(TM)", "")
-        else:
-            ncpus = len(parse_cpulist(n.get("cpus") or ""))
-            mem = "%d GB" % round(n["memory_mb"] / 1024.0) if n.get("memory_mb") else "no memory"
-            title = "NUMA node %d" % n["id"]
-            sub = "%d CPUs %s, %s" % (ncpus, ("(" + n["cpus"] + ")") if ncpus and len(n["cpus"]) < 24 else "", mem)
-            if not ncpus:
-                sub = "CPU-less node, %s" % mem
-        column(x, title, sub, placed[n["id"]], dplaced[n["id"]], "#f6f8fa")
-        x += col_w + gap
-    if unplaced or dunplaced:
-        title = "Storage" if not unplaced else "No NUMA affinity"
-        sub = "declared disks" if hw.get("source") == "declared" and not unplaced else "numa_node -1 / unknown"
-        column(x, title, sub, unplaced, dunplaced, "#fff8f0")
-    parts.append("</svg>")
-    return "".join(parts)
+        title, sub = _node_titles(n, cpu)
+        columns.append({"title": title, "subtitle": sub, "fill": "#f6f8fa",
+                        "items": _column_items(placed[n.get("id")][0], placed[n.get("id")][1], source)})
+    if more_nodes:
+        what = "sockets" if nodes and nodes[0]["_declared"] else "NUMA nodes"
+        columns.append({"title": "+%d more %s" % (more_nodes, what), "subtitle": "not drawn", "fill": "#ffffff", "items": []})
+    if loose[0] or loose[1]:
+        title = "Storage" if not loose[0] else "No NUMA affinity"
+        sub = "declared disks" if source == "declared" and not loose[0] else "numa_node -1 / unknown"
+        columns.append({"title": title, "subtitle": sub, "fill": "#fff8f0", "items": _column_items(loose[0], loose[1], source)})
+    return _layout(columns)
 
 
-def _fmt(value):
-    if value is None:
-        return '<span class="muted">-</span>'
-    return escape(str(value))
+def _svg_topology(hw):
+    """The topology drawing as inline SVG text (topology.svg.j2)."""
+    return render("topology.svg.j2", topo=topology(hw))
 
 
-def build_html(results, summary, drift=None, title="dlrack.node pre-flight report"):
-    rules_seen = [r for r in RULE_IDS if any(r in res.get("rules", {}) for res in results.values())]
+# ----------------------------------------------------------------------------------------- HTML
+
+FAILURES_OPEN = 40       # error findings listed open at the top; the rest in a <details> right below
+SYMBOLS = {"fail": u"\u2717", "warn": "!", "pass": u"\u2713", "skip": u"\u2013"}
+LEGEND = (("fail", "error: the rule fails"), ("warn", "warning"), ("pass", "holds"), ("skip", "not checked"))
+
+
+def _breakable(rule):
+    return rule.replace(".", u".\u200b").replace("_", u"_\u200b")
+
+
+_FINDING_KEYS = ("rule", "severity", "observed", "required", "message", "remedy")
+
+
+def _finding(f):
+    return {k: f.get(k) for k in _FINDING_KEYS}
+
+
+def _cells(res, rules):
+    """The matrix row of one host: per rule (in column order) None or (outcome, symbol, tooltip)."""
+    msgs = {}
+    for f in res["findings"]:
+        msgs.setdefault(f["rule"], []).append(f.get("message") or "")
+    outcomes = res.get("rules", {})
+    return [(outcomes[r], SYMBOLS.get(outcomes[r], "?"), "%s: %s" % (r, "; ".join(msgs.get(r, []))))
+            if r in outcomes else None for r in rules]
+
+
+def _host_view(host, res, rules=(), fragments=None):
+    hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
+    mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
+    gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, dict)]
+    facts = [hw.get("source") or "?", "profile %s" % res.get("profile"),
+             "%s x %s, %s cores" % (_show(cpu.get("sockets")), cpu.get("model") or "?", _show(cpu.get("cores"))),
+             "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
+             "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
+    prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
+    rows = [(f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
+             "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy")) for f in res["findings"]]
+    cache = fragments if fragments is not None else {}
+    topo = topology(hw) if hw else None
+    return {"name": host, "status": res["status"], "facts": u" \u00b7 ".join(str(x) for x in facts),
+            "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""), "provenance": prov,
+            "svg": _fragment(cache, "topology.svg.j2", topo=topo), "findings_table": _fragment(cache, "findings.html.j2", rows=rows)}
+
+
+def _fragment(cache, template, **context):
+    """Render a template once per distinct context: identical hosts (a rack of the same nodes)
+    share one rendering of their drawing and findings table."""
+    key = (template, json.dumps(context, sort_keys=True, default=repr))
+    if key not in cache:
+        cache[key] = Markup(render(template, **context))
+    return cache[key]
+
+
+def _cut(text, limit):
+    return text if len(text) <= limit else u"%s\u2026 (%d more characters)" % (text[:limit], len(text) - limit)
+
+
+def build_html(results, summary, drift=None, title="dlrack.node pre-flight report", run_id=None):
+    """The HTML page (report.html.j2): failures list at the top, the fleet matrix (host column
+    pinned, failing rules first, a symbol in every cell and a legend), drift, then one section
+    per host with its topology drawing and findings."""
+    counts = summary.get("rules") or {}
+    seen = [r for r in _ordered_rules({r: 1 for res in results.values() for r in res.get("rules", {})})]
+    order = {r: i for i, r in enumerate(seen)}
+    seen.sort(key=lambda r: (-(counts.get(r) or {}).get("fail", 0), -(counts.get(r) or {}).get("warn", 0), order[r]))
     desc = dict(RULES)
-    h = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">",
-         "<title>%s</title><style>%s</style></head><body>" % (escape(title), _CSS),
-         "<header><h1>%s</h1><p>%d hosts &middot; generated %s</p></header><main>"
-         % (escape(title), summary["hosts"], escape(_now()))]
-    h.append('<div class="cards">')
-    for key in ("pass", "warn", "fail"):
-        h.append('<div class="card"><b class="%s">%d</b>%s</div>' % (key, summary[key], key))
-    if drift is not None:
-        nd = sum(1 for d in drift.values() if d.get("changes"))
-        h.append('<div class="card"><b class="%s">%d</b>drifted</div>' % ("fail" if nd else "pass", nd))
-        ne = sum(1 for d in drift.values() if d.get("unreachable") or d.get("failures"))
-        h.append('<div class="card"><b class="%s">%d</b>not checked (error)</div>' % ("fail" if ne else "pass", ne))
-    h.append("</div>")
-    # Fleet matrix: hosts x rules.
-    h.append('<h2>Fleet</h2><div class="scroll"><table><tr><th>host</th><th>status</th>')
-    for r in rules_seen:
-        h.append('<th title=%s>%s</th>' % (quoteattr(desc.get(r, r)), escape(r.replace(".", ".\u200b"))))
-    h.append("</tr>")
-    for host in sorted(results):
-        res = results[host]
-        h.append('<tr><td class="h"><a href="#host-%s">%s</a></td><td><span class="badge %s">%s</span></td>'
-                 % (escape(host), escape(host), res["status"], res["status"]))
-        for r in rules_seen:
-            o = res.get("rules", {}).get(r)
-            msgs = "; ".join(f["message"] for f in res["findings"] if f["rule"] == r)
-            h.append('<td class="c">%s</td>' % ('<span class="cell %s" title=%s></span>' % (o, quoteattr(msgs)) if o else ""))
-        h.append("</tr>")
-    h.append("</table></div>")
-    if drift is not None:
-        h.append("<h2>Drift</h2><table><tr><th>host</th><th>role</th><th>task that would change</th><th>diff</th></tr>")
-        any_drift = False
-        for host in sorted(drift):
-            for c in drift[host].get("changes", []):
-                any_drift = True
-                h.append("<tr><td>%s</td><td>%s</td><td>%s</td><td><pre>%s</pre></td></tr>"
-                         % (escape(host), _fmt(c.get("role")), _fmt(c.get("task")),
-                            escape(str(c.get("diff") or ""))[:2000]))
-        for host in sorted(drift):
-            for f in drift[host].get("failures", []):
-                any_drift = True
-                h.append('<tr><td>%s</td><td>%s</td><td><span class="badge fail">error</span> %s</td><td><pre>%s</pre></td></tr>'
-                         % (escape(host), _fmt(f.get("role")), _fmt(f.get("task")),
-                            escape(("unreachable: " if drift[host].get("unreachable") else "") + str(f.get("msg") or ""))[:2000]))
-        if not any_drift:
-            h.append('<tr><td colspan="4" class="pass">no drift: every managed setting is as the roles leave it</td></tr>')
-        h.append("</table>")
-    # Per host.
-    for host in sorted(results):
-        res = results[host]
-        hw = res.get("hw") or {}
-        cpu = hw.get("cpu") or {}
-        mem = hw.get("memory") or {}
-        gpus = hw.get("gpus") or []
-        h.append('<section class="host" id="host-%s"><h2>%s <span class="badge %s">%s</span></h2>'
-                 % (escape(host), escape(host), res["status"], res["status"]))
-        h.append('<p class="muted">%s &middot; profile %s &middot; %s x %s, %s cores &middot; %s RAM (%s ECC) &middot; %d GPU(s)%s</p>'
-                 % (escape(hw.get("source") or "?"), escape(str(res.get("profile"))), _fmt(cpu.get("sockets")),
-                    _fmt(cpu.get("model")), _fmt(cpu.get("cores")),
-                    "%d GB" % round(mem["total_mb"] / 1024.0) if mem.get("total_mb") else "?", _fmt(mem.get("ecc")),
-                    len(gpus), (" " + escape(gpus[0].get("model") or "")) if gpus else ""))
-        h.append(_svg_topology(hw))
-        h.append('<table class="findings"><tr><th>severity</th><th>rule</th><th>observed</th><th>required</th>'
-                 '<th>message</th><th>remedy</th></tr>')
-        for f in res["findings"]:
-            h.append('<tr><td class="sev-%s">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
-                     % (f["severity"], f["severity"], escape(f["rule"]), _fmt(f["observed"]), _fmt(f["required"]),
-                        escape(f["message"]), _fmt(f.get("remedy"))))
-        h.append("</table>")
-        if res.get("provenance"):
-            h.append('<p class="muted">figures from the catalogue: %s</p>'
-                     % escape(", ".join("%s (%s)" % kv for kv in sorted(res["provenance"].items()))))
-        h.append("</section>")
-    h.append("</main></body></html>")
-    return "\n".join(h)
+    hosts = sorted(results)
+    fragments = {}
+    failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
+    warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
+    drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
+    error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
+                  for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
+    return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
+                  rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
+                          "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
+                  hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
+                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
+                  error_rows=error_rows, errored=len({h for h, _, _ in error_rows}),
+                  drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 
 
-def _atomic_write(path, text):
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_reports(report_dir, results, summary, drift=None, meta=None, prefix="report"):
-    """Write report.json, report.xml and report.html into report_dir; return their paths."""
-    os.makedirs(report_dir, exist_ok=True)
-    paths = {}
-    doc = build_json(results, summary, drift, meta)
-    for ext, text in (("json", json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"),
-                      ("xml", build_junit(results, summary, drift)),
-                      ("html", build_html(results, summary, drift))):
-        path = os.path.join(report_dir, "%s.%s" % (prefix, ext))
-        _atomic_write(path, text)
-        paths[ext] = path
-    return paths
+def write_reports(report_dir, results, summary, drift=None, meta=None, prefix="report", junit_warnings="skipped",
+                  what="dlrack_report_dir"):
+    """Write PREFIX.json, PREFIX.xml and PREFIX.html into report_dir as one set (write_file_set),
+    all three carrying the same run id; return {"json"|"xml"|"html": path}. ReportWriteError when
+    the directory is empty, not a directory or not writable."""
+    run_id = new_run_id()
+    texts = {"json": strict_json_dumps(build_json(results, summary, drift, meta, run_id=run_id)),
+             "xml": build_junit(results, summary, drift, warnings=junit_warnings, run_id=run_id),
+             "html": build_html(results, summary, drift, run_id=run_id)}
+    paths = write_file_set(report_dir, {"%s.%s" % (prefix, ext): text for ext, text in texts.items()}, what=what)
+    return {ext: paths["%s.%s" % (prefix, ext)] for ext in texts}

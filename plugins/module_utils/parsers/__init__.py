@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parsers for hardware command outputs (nvidia-smi, lscpu, dmidecode, lspci, sysfs, numactl).
+"""Parsers for the hardware command outputs the collection reads (nvidia-smi, dmidecode, sysfs).
 
 Every parser is pure Python (3.9+, standard library only) and raises ``ParseError`` (a
 ``ValueError``) with a message naming the problem when its input is not what the tool prints.
@@ -32,12 +32,6 @@ NA_VALUES = frozenset(["", "n/a", "[n/a]", "na", "not supported", "[not supporte
                        "unknown error", "[unknown error]", "redacted", "not available",
                        "[insufficient permissions]", "insufficient permissions", "-"])
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def strip_ansi(text):
-    return _ANSI.sub("", text)
-
 
 def na(value):
     """Return None for the many ways tools print 'not available', else the stripped string."""
@@ -58,14 +52,6 @@ def to_int(value):
     if not m:
         return None
     return int(m.group(1))
-
-
-def to_float(value):
-    value = na(value)
-    if value is None:
-        return None
-    m = re.match(r"^(-?\d+(?:\.\d+)?)", value)
-    return float(m.group(1)) if m else None
 
 
 def to_bool(value, true=("enabled", "yes", "on", "active", "true"),

@@ -1,5 +1,5 @@
 """ECC collector: textfile metrics from EDAC trees built from real captures and from real
-nvidia-smi XML/CSV outputs; assess_ecc thresholds; garbage input."""
+nvidia-smi XML outputs; assess_ecc thresholds; garbage input."""
 import glob
 import json
 import os
@@ -15,10 +15,8 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirn
     os.path.abspath(__file__))))), "data")
 TREES = os.path.join(DATA, "edac")
 XML_DIR = os.path.join(DATA, "real", "nvidia-smi-q-xml")
-CSV_DIR = os.path.join(DATA, "real", "nvidia-smi-query-gpu-csv")
 TREE_NAMES = sorted(d for d in os.listdir(TREES) if os.path.isdir(os.path.join(TREES, d)))
 XMLS = sorted(glob.glob(os.path.join(XML_DIR, "*.xml")))
-CSVS = sorted(glob.glob(os.path.join(CSV_DIR, "*.csv")))
 
 
 def samples(text):
@@ -117,7 +115,6 @@ def test_label_escaping_round_trips(tmp_path):
 # ---- GPU ECC from real nvidia-smi outputs ---------------------------------------------------
 
 needs_xml = pytest.mark.skipif(not XMLS, reason="tests/data/real/nvidia-smi-q-xml not present")
-needs_csv = pytest.mark.skipif(not CSVS, reason="tests/data/real/nvidia-smi-query-gpu-csv not present")
 
 
 @needs_xml
@@ -160,21 +157,6 @@ def test_consumer_gpu_has_no_ecc_and_no_counters():
     assert [value(parsed, "dlrack_gpu_ecc_supported", gpu=str(g["index"]), uuid=g["uuid"])
             for g in gpus] == [0, 0]
     assert "dlrack_gpu_ecc_corrected_errors_total" not in names(parsed)
-
-
-@needs_csv
-@pytest.mark.parametrize("path", CSVS, ids=os.path.basename)
-def test_every_csv_capture(path):
-    with open(path) as handle:
-        gpus = nvidia_smi.gpus_from_csv(nvidia_smi.parse_query_gpu_csv(handle.read()))
-    parsed = samples(em.render_metrics(gpus=gpus, now=1))
-    for gpu in gpus:
-        ids = {"gpu": str(gpu["index"]), "uuid": gpu["uuid"] or ""}
-        assert value(parsed, "dlrack_gpu_ecc_supported", **ids) in (0, 1)
-        if "h100-sxm" in path:
-            assert value(parsed, "dlrack_gpu_ecc_enabled", **ids) == 1
-            assert value(parsed, "dlrack_gpu_ecc_uncorrected_errors_total", scope="aggregate",
-                         **ids) == 0
 
 
 def test_nvidia_smi_failures(tmp_path):

@@ -29,6 +29,8 @@ class FakeRun(object):
     def __call__(self, argv):
         self.calls.append(list(argv))
         tool = os.path.basename(argv[0])
+        if len(argv) > 1 and "%s %s" % (tool, argv[1]) in self.outputs:  # "nvidia-smi nvlink"
+            tool = "%s %s" % (tool, argv[1])
         if tool in self.outputs:
             out = self.outputs[tool]
             if isinstance(out, tuple):
@@ -114,9 +116,12 @@ def test_dmidecode_not_run_without_root():
 
 
 def test_x8_of_x16_enriched_by_one_nvidia_smi_call():
-    run = FakeRun({"nvidia-smi": "nvidia-smi-q-xml/telegraf-dual_2070-v13.xml"})
+    # two GPUs: the XML, then one `nvlink -s` for both (empty answer here: link state unknown)
+    run = FakeRun({"nvidia-smi": "nvidia-smi-q-xml/telegraf-dual_2070-v13.xml",
+                   "nvidia-smi nvlink": (0, "", "")})
     d = gather(root=tree("dual-2070-x8"), run_command=run, is_root=False)
-    assert [c[1:] for c in run.calls] == [["-q", "-x"]]
+    assert [c[1:] for c in run.calls] == [["-q", "-x"], ["nvlink", "-s"]]
+    assert [g["nvlink_active"] for g in d["gpus"]] == [None, None] and d["errors"] == []
     assert [g["model"] for g in d["gpus"]] == ["NVIDIA GeForce RTX 2070"] * 2
     assert [g["memory_mb"] for g in d["gpus"]] == [8192, 8192]
     assert [g["index"] for g in d["gpus"]] == [0, 1]
@@ -143,7 +148,11 @@ def test_non_nvidia_gpu_not_listed():
 
 def test_garbled_tree_gives_nulls():
     d = gather(root=tree("garbled"), run_command=FakeRun(), is_root=False)
-    assert d["errors"] == []  # garbled files are unknown values, not errors
+    # garbled values are null; the garbled cpulists are named in errors
+    assert d["errors"] == [
+        "cpu3 thread_siblings_list: '3-x,' is not a usable cpulist (character 'x' is not part of a cpulist)",
+        "NUMA node0 cpulist: '0-31-7' is not a usable cpulist (bad range '0-31-7' in cpulist '0-31-7')",
+        "GPU 0000:41:00.0 local_cpulist: 'ff,zz' is not a usable cpulist (character 'f' is not part of a cpulist)"]
     assert d["cpu"]["model"] is None
     assert d["memory"]["total_mb"] is None
     assert d["cpu"]["numa_nodes"][0]["cpus"] is None  # unreadable, not CPU-less

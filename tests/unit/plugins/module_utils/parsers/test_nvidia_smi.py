@@ -1,18 +1,15 @@
-"""nvidia-smi parsers against every real capture in tests/data/real/nvidia-smi-*."""
+"""nvidia-smi parsers against every real capture in tests/data/real/nvidia-smi-{q-xml,nvlink}."""
 import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi as nv
 
-import glob
 import os
 
 from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
 
 XML = real("nvidia-smi-q-xml")
-CSV = real("nvidia-smi-query-gpu-csv")
-TOPO = real("nvidia-smi-topo")
-QTEXT = real("nvidia-smi-q-text")
+NVLINK = real("nvidia-smi-nvlink")
 
 # file -> [(model, bus id, memory MiB, width, width_max, gen, gen_max, ecc current, mig current)]
 XML_EXPECTED = {
@@ -85,139 +82,50 @@ def test_xml_garbage(bad):
         nv.parse_xml(bad)
 
 
-CSV_EXPECTED = {
-    "h100-sxm-80gb": ("NVIDIA H100 80GB HBM3", "0000:00:09.0", 81559, 16, 16, 5, 5, None, True, False),
-    "h100-80gb-mig": ("NVIDIA H100 80GB HBM3", "0000:00:09.0", 81559, 16, 16, 5, 5, None, True, True),
-    "h200-1gpu": ("NVIDIA H200", "0000:83:00.0", 143771, 16, 16, 5, 5, None, True, False),
-    "h200-mig": ("NVIDIA H200", "0000:83:00.0", 143771, 16, 16, 5, 5, None, True, True),
-    "l40s": ("NVIDIA L40S", "0000:01:00.0", 46068, 16, 16, 4, 4, None, True, None),
-    "rtx2080super": ("NVIDIA GeForce RTX 2080 SUPER", "0000:0c:00.0", 8192, 16, 16, None, 3, 4, None, None),
-    "rtx4080super": ("NVIDIA GeForce RTX 4080 SUPER", "0000:01:00.0", 16376, 16, 16, None, 4, 5, None, None),
+# file -> [(index, active links, note)] ; the UUIDs are masked by the capture's collector
+NVLINK_EXPECTED = {
+    "utkuozdemir-h100-sxm-80gb-1gpu-vm-drv590.txt": [(0, 18, None)],
+    "utkuozdemir-h200-1gpu-vm-drv590.txt": [(0, 18, None)],
+    "utkuozdemir-h100-80gb-mig-1gpu-vm-drv590.txt": [
+        (0, None, "Nvlink queries are not supported for Devices in MIG mode")],
+    "utkuozdemir-h200-mig-1gpu-vm-drv590.txt": [
+        (0, None, "Nvlink queries are not supported for Devices in MIG mode")],
+    "utkuozdemir-l40s-1gpu-vm-drv595.txt": [(0, 0, "Device does not have or support Nvlink")],
+    "utkuozdemir-rtx4080super-desktop-drv595.txt": [(0, 0, "Device does not have or support Nvlink")],
+    "utkuozdemir-rtx2080super-desktop-drv595.txt": [
+        (0, 0, "NVML: Unable to retrieve Nvlink information as all links are inActive")],
+    "h200-vm-pcie-drv580-empty.txt": [],
 }
 
 
-@pytest.mark.parametrize("path", CSV, ids=ids(CSV))
-def test_csv_real(path):
-    rows = nv.parse_query_gpu_csv(read(path))
-    assert len(rows) == 1
-    g = nv.gpus_from_csv(rows)[0]
-    name = path.rsplit("/", 1)[-1]
-    if name.startswith("netdata"):
-        assert g["product_name"] == "Tesla P100-PCIE-16GB"
-        assert g["uuid"] == "GPU-ef1b2c9b-38d8-2090-2bd1-f567a3eb42a6"
-        assert rows[0]["fan.speed"] is None and rows[0]["memory.free"] == "16280"
-        return
-    key = [k for k in CSV_EXPECTED if k in name]
-    assert len(key) == 1
-    exp = CSV_EXPECTED[key[0]]
-    got = (g["product_name"], g["pci_bus_id"], g["memory_total_mib"], g["pcie"]["width"],
-           g["pcie"]["width_max"], None, g["pcie"]["gen_max"], g["pcie"]["gen_host_max"],
-           g["ecc_mode"]["current"], g["mig_mode"]["current"])
-    assert got[:5] == exp[:5] and got[6:] == exp[6:]
-    if "rtx2080super" in name:  # idle gen 1 vs load gen 3
-        assert g["pcie"]["gen"] == (1 if "idle" in name else 3)
-    if "rtx4080super" in name:
-        assert g["pcie"]["gen"] == (1 if "idle" in name else 4)
+def test_every_nvlink_capture_has_expectations():
+    assert sorted(NVLINK_EXPECTED) == sorted(ids(NVLINK))
 
 
-def test_csv_units_and_na():
-    text = "index, name, memory.total [MiB], ecc.mode.current\n0, NVIDIA H100, 81559 MiB, [N/A]"
-    rows = nv.parse_query_gpu_csv(text)
-    assert rows == [{"index": "0", "name": "NVIDIA H100", "memory.total": "81559", "ecc.mode.current": None}]
+@pytest.mark.parametrize("path", NVLINK, ids=ids(NVLINK))
+def test_nvlink_real(path):
+    out = nv.parse_nvlink_status(read(path))
+    assert [(g["index"], g["active"], g["note"]) for g in out] == NVLINK_EXPECTED[os.path.basename(path)]
+    for g in out:
+        assert g["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
+    if out and out[0]["active"]:
+        assert out[0]["name"] in ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+        assert out[0]["links"] == dict((n, 26.562) for n in range(18))
 
 
-@pytest.mark.parametrize("bad", ["", "index, name\n0", "foo bar, [x\n1, 2", "a,b\n1,2"])
-def test_csv_garbage(bad):
+def test_nvlink_inactive_links_and_several_gpus():
+    # two real blocks (H200 SXM, RTX 2080 SUPER) as nvidia-smi prints several GPUs: one after
+    # the other; one H200 link marked inactive the way nvidia-smi prints it
+    h200 = read(real("nvidia-smi-nvlink", "utkuozdemir-h200-1gpu-vm-drv590.txt"))
+    h200 = h200.replace("Link 17: 26.562 GB/s", "Link 17: <inactive>")
+    rtx = read(real("nvidia-smi-nvlink", "utkuozdemir-rtx2080super-desktop-drv595.txt")).replace("GPU 0:", "GPU 1:")
+    out = nv.parse_nvlink_status(h200 + rtx)
+    assert [(g["index"], g["active"]) for g in out] == [(0, 17), (1, 0)]
+    assert out[0]["links"][17] is None
+
+
+@pytest.mark.parametrize("bad", ["\t Link 0: 26.562 GB/s", "hello\nGPU 0: X (UUID: GPU-1)",
+                                 "GPU 0: X (UUID: GPU-1)\nGPU 0: X (UUID: GPU-1)"])
+def test_nvlink_garbage(bad):
     with pytest.raises(ParseError):
-        nv.parse_query_gpu_csv(bad)
-
-
-TOPO_EXPECTED = {
-    "stelline-esc8000a-e12-4x-rtx6000ada-2s-epyc9374f-spaces.txt": (
-        4, {"GPU0": ("0-31", 0), "GPU2": ("32-63", 1)}, ("GPU0", "GPU1", "NODE"), ("GPU0", "GPU2", "SYS"), False),
-    "stelline-puget-wrx90-2gpu-threadripper-pro.txt": (2, {"GPU1": ("0-23", 0)}, ("GPU0", "GPU1", "PHB"), None, False),
-    "dlperf-dgx1-like-8x-v100-sxm2-32gb-2s-xeon6271c-tabs.txt": (
-        8, {"GPU0": ("0-23,48-71", 0), "GPU7": ("24-47,72-95", 1)}, ("GPU0", "GPU2", "NV2"), ("GPU4", "GPU5", "NV2"), True),
-    "dlperf-8x-v100-sxm2-16gb-2s-xeon5118-no-numa-col-spaces.txt": (
-        8, {"GPU0": ("0-11,24-35", None), "GPU4": ("12-23,36-47", None)}, ("GPU0", "GPU3", "NV2"), ("GPU0", "GPU5", "SYS"), True),
-    "club3090-issue46-5gpu-2numa-4090-mixed-spaces.txt": (
-        5, {"GPU0": ("8-15,24-31", 1), "GPU1": ("0-7,16-23", 0)}, ("GPU1", "GPU2", "PHB"), ("GPU0", "GPU4", "SYS"), False),
-    "club3090-issue1229-2x-rtx5090-phb-tabs.txt": (2, {"GPU0": ("0-63", 0)}, ("GPU0", "GPU1", "PHB"), None, False),
-    "club3090-issue1125-2gpu-node-indented-wrapped-legend.txt": (2, {"GPU1": ("0-15", 0)}, ("GPU0", "GPU1", "NODE"), None, False),
-    "utkuozdemir-h100-80gb-mig-1gpu-vm-drv590.txt": (1, {"GPU0": ("0-19", 0)}, None, None, False),
-    "utkuozdemir-h100-sxm-80gb-1gpu-vm-drv590.txt": (1, {"GPU0": ("0-19", 0)}, None, None, False),
-    "utkuozdemir-h200-1gpu-vm-drv590.txt": (1, {"GPU0": ("0-23", 0)}, None, None, False),
-    "utkuozdemir-h200-mig-1gpu-vm-drv590.txt": (1, {"GPU0": ("0-23", 0)}, None, None, False),
-    "utkuozdemir-l40s-1gpu-vm-drv595.txt": (1, {"GPU0": ("0-7", 0)}, None, None, False),
-    "utkuozdemir-rtx2080super-desktop-drv595.txt": (1, {"GPU0": ("0-23", 0)}, None, None, False),
-    "utkuozdemir-rtx4080super-desktop-drv595.txt": (1, {"GPU0": ("0-15", 0)}, None, None, False),
-}
-
-
-def test_every_topo_capture_has_expectations():
-    assert sorted(TOPO_EXPECTED) == sorted(ids(TOPO))
-
-
-@pytest.mark.parametrize("path", TOPO, ids=ids(TOPO))
-def test_topo_real(path):
-    out = nv.parse_topo(read(path))
-    n, aff, link1, link2, nvlink = TOPO_EXPECTED[path.rsplit("/", 1)[-1]]
-    assert len(out["gpus"]) == n
-    by = dict((g["name"], g) for g in out["gpus"])
-    for name, (cpus, numa) in aff.items():
-        assert (by[name]["cpu_affinity"], by[name]["numa_affinity"]) == (cpus, numa)
-    for link in (link1, link2):
-        if link:
-            assert out["gpu_links"][link[0]][link[1]] == link[2]
-            assert out["gpu_links"][link[1]][link[0]] == link[2]
-    assert out["nvlink"] is nvlink
-
-
-def test_topo_nic_legend():
-    out = nv.parse_topo(read(real("nvidia-smi-topo", "stelline-esc8000a-e12-4x-rtx6000ada-2s-epyc9374f-spaces.txt")))
-    assert out["nics"] == {"NIC0": "mlx5_0", "NIC1": "mlx5_1", "NIC2": "mlx5_2", "NIC3": "mlx5_3"}
-    assert out["gpus"][0]["links"]["NIC0"] == "NODE"
-
-
-@pytest.mark.parametrize("bad", ["", "Legend:\n X = Self", "\tGPU0\tGPU1\nGPU0\t X \tPHB\nGPU7 X",
-                                 "\tGPU0\tCPU Affinity\nGPU0\t X \t0-7-3", "\tGPU0\nGPU0\tQQQQQ"])
-def test_topo_garbage(bad):
-    with pytest.raises(ParseError):
-        nv.parse_topo(bad)
-
-
-Q_EXPECTED = {
-    "h100-80gb-mig": ("NVIDIA H100 80GB HBM3", "0000:00:09.0", 81559, 16, 5, True, True, "Pass-Through"),
-    "h100-sxm-80gb": ("NVIDIA H100 80GB HBM3", "0000:00:09.0", 81559, 16, 5, True, False, "Pass-Through"),
-    "h200-1gpu": ("NVIDIA H200", "0000:83:00.0", 143771, 16, 5, True, False, "Pass-Through"),
-    "h200-mig": ("NVIDIA H200", "0000:83:00.0", 143771, 16, 5, True, True, "Pass-Through"),
-    "l40s": ("NVIDIA L40S", "0000:01:00.0", 46068, 16, 4, True, None, "Pass-Through"),
-    "rtx2080super": ("NVIDIA GeForce RTX 2080 SUPER", "0000:0c:00.0", 8192, 16, 1, None, None, "None"),
-    "rtx4080super": ("NVIDIA GeForce RTX 4080 SUPER", "0000:01:00.0", 16376, 16, 1, None, None, "None"),
-}
-
-
-@pytest.mark.parametrize("path", QTEXT, ids=ids(QTEXT))
-def test_q_text_real(path):
-    out = nv.parse_q_text(read(path))
-    assert len(out["gpus"]) == out["attached_gpus"] == 1
-    g = out["gpus"][0]
-    key = [k for k in Q_EXPECTED if k in path.rsplit("/", 1)[-1]][0]
-    assert (g["product_name"], g["pci_bus_id"], g["memory_total_mib"], g["pcie"]["width"], g["pcie"]["gen"],
-            g["ecc_mode"]["current"], g["mig_mode"]["current"], g["virtualization_mode"]) == Q_EXPECTED[key]
-    if g["ecc_mode"]["current"]:
-        assert g["ecc_errors"]["aggregate_uncorrected"] == 0
-
-
-def test_q_text_equals_csv_for_same_machine():
-    q = nv.parse_q_text(read(real("nvidia-smi-q-text", "utkuozdemir-h200-1gpu-vm-drv590-idle.txt")))["gpus"][0]
-    c = nv.gpus_from_csv(nv.parse_query_gpu_csv(read(real("nvidia-smi-query-gpu-csv", "utkuozdemir-h200-1gpu-vm-drv590-idle.csv"))))[0]
-    for key in ("product_name", "pci_bus_id", "memory_total_mib"):
-        assert q[key] == c[key]
-    assert q["pcie"]["width"] == c["pcie"]["width"] and q["pcie"]["gen_max"] == c["pcie"]["gen_max"]
-
-
-@pytest.mark.parametrize("bad", ["", "hello world", "GPU zz:yy\n  Product Name : x"])
-def test_q_text_garbage(bad):
-    with pytest.raises(ParseError):
-        nv.parse_q_text(bad)
+        nv.parse_nvlink_status(bad)

@@ -9,20 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
-from ansible_collections.dlrack.node.plugins.module_utils.parsers import (
-    dmidecode, lscpu, lspci, numactl, nvidia_smi, sysfs_pci)
+from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmidecode, nvidia_smi
 
 PARSERS = [
     ("nvidia-smi-q-xml", nvidia_smi.parse_xml),
-    ("nvidia-smi-q-text", nvidia_smi.parse_q_text),
-    ("nvidia-smi-query-gpu-csv", lambda t: nvidia_smi.gpus_from_csv(nvidia_smi.parse_query_gpu_csv(t))),
-    ("nvidia-smi-topo", nvidia_smi.parse_topo),
-    ("lscpu", lscpu.parse_lscpu),
-    ("lscpu-json", lscpu.parse_lscpu_json),
+    ("nvidia-smi-nvlink", nvidia_smi.parse_nvlink_status),
     ("dmidecode", dmidecode.parse_dmidecode),
-    ("lspci-vv", lspci.parse_lspci),
-    ("sysfs-pci-link", sysfs_pci.parse_tail_v),
-    ("numactl-hardware", numactl.parse_numactl_hardware),
 ]
 
 

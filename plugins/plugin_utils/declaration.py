@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A declaration (``dlrack_hw`` with ``source: declared``) from a gathered document.
+
+The acceptance workflow: gather a golden node, save what it is as the declaration, check every
+delivered node against it (``playbooks/declare.yml`` writes one host_vars file per host).
+
+What a declaration keeps is what the hardware *is*; what it leaves out is what the hardware is
+*doing* or which unit it is:
+
+- left out, volatile: ``uptime_s``, ``errors``, the current PCIe link speed (``pcie.gen``,
+  ``pcie.speed``: GPUs drop to 2.5 GT/s when idle), error counters (``memory.edac.corrected`` /
+  ``uncorrected``, ``gpus[].ecc_errors``, ``retired_pages``, ``remapped_rows``), disk state
+  (``in_use.mounted`` / ``holders`` / ``partitions`` / ``signatures``, ``probe``) and the
+  running kernel (``host.kernel``);
+- left out unless ``identity=True``, per unit: GPU ``uuid`` and ``serial``, disk ``serial``,
+  ``wwid``, ``wwn``, ``by_id``, ``by_id_all``, ``host.hostname``. A golden node's declaration is
+  then valid for every node of the same build; with ``identity=True`` it pins this very unit.
+- kept: CPU identity and topology, NUMA layout, memory size and ECC type, DIMMs, EDAC driver and
+  controller count, GPU model, memory, bus id, NUMA placement, link width and maxima, ECC / MIG
+  mode, NVLink links, disks' kind, transport, size, model and whether they hold the system
+  (``in_use.system``), host product and virtualization.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+VOLATILE_TOP = ("uptime_s", "errors")
+VOLATILE_PCIE = ("gen", "speed")
+VOLATILE_GPU = ("ecc_errors", "retired_pages", "remapped_rows")
+VOLATILE_EDAC = ("corrected", "uncorrected", "mcs")
+VOLATILE_DISK = ("probe",)
+VOLATILE_HOST = ("kernel",)
+IDENTITY_GPU = ("uuid", "serial")
+IDENTITY_DISK = ("serial", "wwid", "wwn", "by_id", "by_id_all")
+IDENTITY_HOST = ("hostname",)
+
+
+class DeclarationError(ValueError):
+    """The input is not a gathered dlrack_hw document."""
+
+
+def _drop(mapping, keys):
+    for key in keys:
+        mapping.pop(key, None)
+
+
+def declaration_from_gathered(gathered, identity=False):
+    """The declaration for a host from its gathered ``dlrack_hw`` (see the module docstring).
+
+    Sections that were not gathered (None) stay None: unknown, never guessed. Raises
+    DeclarationError for anything that is not a gathered document.
+    """
+    if not isinstance(gathered, dict):
+        raise DeclarationError("expected the gathered dlrack_hw document (a mapping), got %s"
+                               % type(gathered).__name__)
+    if gathered.get("source") != "gathered":
+        raise DeclarationError("expected a document with source: gathered (from hw_facts), got source: %r"
+                               % (gathered.get("source"),))
+    try:  # a deep copy in plain Python types (Ansible hands over its own str/dict subclasses)
+        doc = json.loads(json.dumps(gathered))
+    except (TypeError, ValueError) as exc:
+        raise DeclarationError("the gathered document is not plain data: %s" % exc)
+    doc["source"] = "declared"
+    _drop(doc, VOLATILE_TOP)
+    memory = doc.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("edac"), dict):
+        _drop(memory["edac"], VOLATILE_EDAC)
+    for gpu in doc.get("gpus") or []:
+        _drop(gpu, VOLATILE_GPU + (() if identity else IDENTITY_GPU))
+        if isinstance(gpu.get("pcie"), dict):
+            _drop(gpu["pcie"], VOLATILE_PCIE)
+    for disk in doc.get("disks") or []:
+        _drop(disk, VOLATILE_DISK + (() if identity else IDENTITY_DISK))
+        if isinstance(disk.get("in_use"), dict):
+            disk["in_use"] = {"system": disk["in_use"].get("system")}
+    if isinstance(doc.get("host"), dict):
+        _drop(doc["host"], VOLATILE_HOST + (() if identity else IDENTITY_HOST))
+    return doc
+
+
+def declaration_yaml(gathered, host, identity=False):
+    """The text of ``host_vars/<host>.yml``: a comment saying where it came from, then
+    ``dlrack_hw:`` with the declaration."""
+    import yaml  # controller side only
+
+    doc = declaration_from_gathered(gathered, identity=identity)
+    header = ("# dlrack_hw of %s, written by playbooks/declare.yml from its gathered hardware facts.\n"
+              "# Volatile values (uptime, link speed, error counters, disk state)%s are left out;\n"
+              "# see plugins/plugin_utils/declaration.py. Edit freely: this is now the declaration.\n"
+              % (host, "" if identity else " and per-unit ids (serials, UUIDs, WWNs)"))
+    body = yaml.safe_dump({"dlrack_hw": doc}, default_flow_style=False, sort_keys=False,
+                          allow_unicode=True, width=100)
+    return "---\n" + header + body

@@ -1,0 +1,176 @@
+"""The HTML report judged in a real browser: the example fleet (inventories/example, read through
+Ansible's own inventory and variable managers, as `make demo` reads it) rendered by headless
+Chromium at 1366x768 and 1920x1080. Screenshots are saved under the test's tmp dir; a probe script
+measures the page in the DOM: every text of the topology drawings fits its box, and every failing
+(host, rule) pair is listed in the failures list, which starts in the first viewport (and the
+failing cells of the matrix need no sideways scrolling).
+
+Chromium comes from the Debian package (scripts/test-deps.sh installs it for `make test`); without
+it the test is skipped and says so."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import collect_host_inputs, run_preflight
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+SIZES = [(1366, 768), (1920, 1080)]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
+                                "(apt-get install chromium; scripts/test-deps.sh does it for make test)")
+
+# Runs in the page after layout; writes its measurements as JSON into <pre id="probe">.
+PROBE = r"""
+<script>
+(function () {
+  var out = {texts: 0, overflow: [], failures: [], failuresTop: null, failCells: [], vw: innerWidth, vh: innerHeight,
+             scrollX: document.documentElement.scrollWidth};
+  document.querySelectorAll('svg.topology g.box').forEach(function (g) {
+    var r = g.querySelector('rect').getBBox();
+    g.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBBox();
+      out.texts += 1;
+      if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5 || b.y < r.y - 0.5 || b.y + b.height > r.y + r.height + 0.5)
+        out.overflow.push({text: t.textContent, text_box: [b.x, b.y, b.width, b.height], box: [r.x, r.y, r.width, r.height]});
+    });
+  });
+  var list = document.getElementById('failures');
+  out.failuresTop = list ? list.getBoundingClientRect().top : null;
+  document.querySelectorAll('#failures tr.failure').forEach(function (tr) {
+    var b = tr.getBoundingClientRect();
+    out.failures.push({host: tr.dataset.host, rule: tr.dataset.rule, top: b.top, bottom: b.bottom});
+  });
+  var heads = document.querySelectorAll('table.matrix tr:first-child th');
+  document.querySelectorAll('table.matrix td.c.fail').forEach(function (td) {
+    var b = td.getBoundingClientRect();
+    out.failCells.push({host: td.parentElement.dataset.host, rule: heads[td.cellIndex].dataset.rule, left: b.left, right: b.right});
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def _example_inputs():
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[os.path.join(ROOT, "inventories", "example")])
+    variables = VariableManager(loader=loader, inventory=inventory)
+    return {h.name: collect_host_inputs(h.name, variables.get_vars(host=h, include_hostvars=False))
+            for h in inventory.get_hosts()}
+
+
+def _chromium(*args):
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+           "--disable-dev-shm-usage", "--user-data-dir=" + args[0]] + list(args[1:])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def _png_size(path):
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("example-report")
+    out = run_preflight(_example_inputs(), report_dir=str(d), fail_on="never")
+    with open(out["report_paths"]["json"]) as fh:
+        doc = json.load(fh)
+    return d, out["report_paths"]["html"], doc
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_example_report_in_chromium(example_report, tmp_path, width, height):
+    d, html_path, doc = example_report
+    failing = {(h, f["rule"]) for h, v in doc["hosts"].items() for f in v["findings"] if f["severity"] == "error"}
+    assert len({h for h, _ in failing}) == 5                  # the example fleet fails on purpose
+    profile = str(tmp_path / "profile")
+    shot = str(tmp_path / ("report-%dx%d.png" % (width, height)))
+    _chromium(profile, "--window-size=%d,%d" % (width, height), "--screenshot=" + shot, "file://" + html_path)
+    assert _png_size(shot) == (width, height)
+
+    with open(html_path, encoding="utf-8") as fh:
+        page = fh.read()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(profile, "--window-size=%d,%d" % (width, height), "--virtual-time-budget=3000", "--dump-dom",
+                    "file://" + str(probed))
+    m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
+    res = json.loads(m.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+
+    # Every text of every topology drawing fits its box.
+    assert res["texts"] >= 60, res["texts"]
+    assert res["overflow"] == [], res["overflow"]
+    # Every failing (host, rule) pair is in the failures list, which starts in the first viewport.
+    assert {(f["host"], f["rule"]) for f in res["failures"]} == failing
+    assert res["failuresTop"] is not None and 0 <= res["failuresTop"] < height / 2
+    # The matrix puts failing rules first: no failing cell needs sideways scrolling.
+    assert {(c["host"], c["rule"]) for c in res["failCells"]} == failing
+    assert max(c["right"] for c in res["failCells"]) <= width, res["failCells"]
+    # The page itself never scrolls sideways (only the matrix and a wide drawing, inside their boxes).
+    assert res["scrollX"] <= width
+
+
+HOSTILE_PROBE = r"""
+<script>
+(function () {
+  var out = {scripts: document.scripts.length - 1, handlers: [], hosts: [], overflow: 0};
+  document.querySelectorAll('*').forEach(function (el) {
+    for (var i = 0; i < el.attributes.length; i++)
+      if (/^on/i.test(el.attributes[i].name)) out.handlers.push(el.tagName + ' ' + el.attributes[i].name);
+  });
+  document.querySelectorAll('section.host').forEach(function (s) { out.hosts.push(s.id); });
+  document.querySelectorAll('svg.topology g.box').forEach(function (g) {
+    var r = g.querySelector('rect').getBBox();
+    g.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBBox();
+      if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) out.overflow += 1;
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_hostile_names_stay_text_in_chromium(tmp_path):
+    """Host names and models written to break out of attributes, elements and the SVG: Chromium's
+    own parser finds no injected script or event handler, and the drawings still fit."""
+    import copy
+    from hwdocs import GATHERED
+    hostile_host = 'x" onmouseover="alert(1)'
+    hw = copy.deepcopy(GATHERED)
+    for g in hw["gpus"]:
+        g["model"] = "<script>alert(1)</script>]]></text></svg><img src=x onerror=alert(2)>" + "W" * 80
+    hw["cpu"]["numa_nodes"][0]["cpus"] = "0-31'\"><svg onload=alert(3)>"
+    out = run_preflight({hostile_host: collect_host_inputs(hostile_host, {"dlrack_hw_gathered": hw})},
+                        report_dir=str(tmp_path / "r"))
+    with open(out["report_paths"]["html"], encoding="utf-8") as fh:
+        page = fh.read()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", HOSTILE_PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(str(tmp_path / "profile"), "--window-size=1366,768", "--virtual-time-budget=3000", "--dump-dom",
+                    "file://" + str(probed))
+    m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
+    res = json.loads(m.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+    assert res["scripts"] == 0 and res["handlers"] == []
+    assert res["hosts"] == ["host-" + hostile_host]
+    assert res["overflow"] == 0

@@ -1,0 +1,113 @@
+"""Declarations from gathered facts (issue 11.3), on the real h200-vm host and a captured
+4-GPU server tree: what is kept, what is left out, and the round trip through the rule engine."""
+import copy
+
+import pytest
+import yaml
+
+from ansible_collections.dlrack.node.plugins.filter.hw_declaration import hw_declaration, hw_declaration_yaml
+from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
+from ansible_collections.dlrack.node.plugins.plugin_utils.declaration import (
+    DeclarationError, declaration_from_gathered, declaration_yaml)
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import compare_declared, evaluate_host, resolve_settings
+
+from ansible.errors import AnsibleFilterError
+
+from conftest import DATA
+from realhost import h200_vm
+
+import os
+
+PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
+                 "memory.installed_mb, ...) must be valid in a declaration; until it merges the strict "
+                 "check calls the declaration malformed")
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory):
+    root, _bin = h200_vm(tmp_path_factory.mktemp("h200"))
+    return gather(root=root, is_root=False)
+
+
+@pytest.fixture(scope="module")
+def esc():
+    """4x RTX 6000 Ada, 17 NVMe, 2 sockets (tests/data/sysfs/esc8000a-e12), with blkid answers."""
+    def run(argv):
+        return (0, "PTTYPE=gpt\n", "") if argv[0].endswith("blkid") else (127, "", "")
+    return gather(root=os.path.join(DATA, "sysfs", "esc8000a-e12"), run_command=run, is_root=True,
+                  dmidecode="never", blkid="/sbin/blkid")
+
+
+def test_h200_declaration_keeps_the_hardware_and_drops_the_volatile(h200):
+    decl = declaration_from_gathered(h200)
+    assert decl["source"] == "declared" and h200["source"] == "gathered"   # input untouched
+    assert "uptime_s" not in decl and "errors" not in decl
+    assert decl["cpu"] == h200["cpu"] and decl["memory"] == h200["memory"]
+    (gpu,) = decl["gpus"]
+    assert (gpu["model"], gpu["memory_mb"], gpu["pci_bus_id"], gpu["ecc_enabled"]) == ("NVIDIA H200", 143771, "0000:00:06.0", True)
+    assert gpu["pcie"] == {"width": 16, "width_max": 16, "gen_max": 5, "gen_host_max": None, "speed_max": 32.0}
+    for key in ("uuid", "serial", "ecc_errors", "retired_pages", "remapped_rows"):
+        assert key not in gpu
+    assert [d["name"] for d in decl["disks"]] == ["vda", "vdb"]
+    for disk in decl["disks"]:
+        assert disk["in_use"] == {"system": disk["name"] == "vda"}
+        for key in ("serial", "wwid", "wwn", "by_id", "by_id_all", "probe"):
+            assert key not in disk
+    assert decl["host"] == {"virtualization": "vm-other", "product": None, "manufacturer": None}
+
+
+def test_identity_keeps_the_unit_ids(h200, esc):
+    decl = declaration_from_gathered(h200, identity=True)
+    assert decl["gpus"][0]["uuid"] == "GPU-84ef4d21-7100-fb54-14a3-d165c2f55af7"
+    assert decl["gpus"][0]["serial"] == "1653724065741" and decl["host"]["hostname"] == "vm"
+    assert [d["serial"] for d in decl["disks"]] == ["overlayblk", "199048143072"]
+    assert "ecc_errors" not in decl["gpus"][0] and "kernel" not in decl["host"]   # volatile all the same
+    esc_decl = declaration_from_gathered(esc, identity=True)
+    assert esc["disks"][0]["probe"] is not None and esc["disks"][0]["in_use"]["signatures"]   # blkid answered
+    assert "probe" not in esc_decl["disks"][0] and esc_decl["disks"][0]["in_use"] == {"system": False}
+
+
+def test_edac_counters_left_out():
+    doc = {"schema": 1, "source": "gathered", "cpu": None, "gpus": None, "disks": None,
+           "memory": {"total_mb": 1024, "ecc": "multi-bit",
+                      "edac": {"driver": "skx_edac", "controllers": 4, "corrected": 3, "uncorrected": 0}}}
+    assert declaration_from_gathered(doc)["memory"]["edac"] == {"driver": "skx_edac", "controllers": 4}
+    assert declaration_from_gathered(doc)["cpu"] is None     # not gathered stays unknown
+
+
+@pytest.mark.parametrize("bad", [None, "text", [], {"source": "declared"}, {"cpu": {}}])
+def test_only_gathered_documents(bad):
+    with pytest.raises(DeclarationError):
+        declaration_from_gathered(bad)
+    with pytest.raises(AnsibleFilterError, match="hw_declaration"):
+        hw_declaration(bad)
+
+
+def test_yaml_file_round_trips(h200):
+    text = declaration_yaml(h200, "gpu-a01")
+    assert text.startswith("---\n# dlrack_hw of gpu-a01, written by playbooks/declare.yml")
+    assert yaml.safe_load(text) == {"dlrack_hw": declaration_from_gathered(h200)}
+    assert yaml.safe_load(hw_declaration_yaml(h200, True, "x"))["dlrack_hw"]["gpus"][0]["uuid"]
+
+
+def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):
+    decl = declaration_from_gathered(esc)
+    th = resolve_settings("esc", "training", None, None)[0]
+    dclean = check_hw(decl)[0]
+    assert compare_declared(dclean, check_hw(esc)[0], th) == []
+    worse = copy.deepcopy(esc)
+    worse["gpus"].pop()
+    worse["memory"]["total_mb"] //= 2
+    diffs = compare_declared(dclean, check_hw(worse)[0], th)
+    assert ("gpus.count", 4, 3) in diffs and ("memory.total_mb", 386606, 193303) in diffs
+
+
+@pytest.mark.xfail(reason=PENDING_RULES, strict=False)
+@pytest.mark.parametrize("which", ["h200", "esc"])
+def test_round_trip_matches_declared(which, h200, esc):
+    gathered = {"h200": h200, "esc": esc}[which]
+    decl = declaration_from_gathered(gathered)
+    assert check_hw(decl, strict=True)[1] == []
+    result = evaluate_host(which, gathered, declared=decl)
+    assert result["rules"]["inventory.matches_declared"] == "pass"
