@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 REPORT_DIR ?= $(CURDIR)/reports/example
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv test-deps lint unit molecule image clean bench
+.PHONY: demo test venv test-deps lint unit molecule image clean bench mutate sanity units-ansible-test
 
 venv:
 	./scripts/bootstrap.sh
@@ -35,11 +35,25 @@ lint: venv
 molecule: test-deps
 	pytest -ra -m molecule $(PYTEST_ARGS) tests
 
+## make sanity: ansible-test sanity on a copy under .cache/sanity/ansible_collections/dlrack/node.
+sanity: venv
+	./scripts/sanity.sh $(SANITY_ARGS)
+
+## ansible-test units on the same copy (the unit tests, run the way collection CI runs them).
+units-ansible-test: venv
+	./scripts/sanity.sh units $(SANITY_ARGS)
+
 image:
 	./scripts/build-image.sh
 
 bench: venv
 	python benchmarks/run.py
+
+## make mutate [FILE=plugins/plugin_utils/rules.py]: mutation testing with mutmut's operators (150 mutants
+## per file, message strings left out) of rules.py, storage_plan.py and affinity.py; minutes per file, not in CI.
+mutate: venv
+	python -c "import mutmut" 2>/dev/null || pip install -q "mutmut==2.5.1"
+	python scripts/mutate.py $(FILE)
 
 clean:
 	rm -rf reports .cache .pytest_cache

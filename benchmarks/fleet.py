@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """site.yml and drift.yml across a fleet of real systemd containers, timed against the floor
 Ansible itself sets (a bare ansible.builtin.ping playbook) in the same run.
 
@@ -65,13 +64,13 @@ def sh(*argv):
 
 def start(names):
     for n in names:
-        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         sh("podman", "run", "-d", "--name", n, "--hostname", n, "--privileged", "--systemd=always",
            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", IMAGE, "/sbin/init")
     for n in names:   # wait for systemd
-        for _ in range(60):
+        for dummy in range(60):
             out = subprocess.run(["podman", "exec", n, "systemctl", "is-system-running"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
+                                 stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
             if out in ("running", "degraded"):
                 break
             time.sleep(1)
@@ -79,7 +78,7 @@ def start(names):
 
 def stop(names):
     for n in names:
-        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["podman", "rm", "-f", n], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def run(pdd, playbook, inventory, extravars=None, check=False, cmdline=None):
@@ -177,7 +176,7 @@ def bench_declared(n, reps, workdir):
         rep = os.path.join(workdir, "declared-reports-%d" % (ratio * 100))
         floor, pre, floor_cpu, pre_cpu = [], [], [], []
         for _ in range(reps):      # interleaved: both see the same machine load
-            wall, cpu, _, _ = timed_playbook(os.path.join(ROOT, "benchmarks", "noop.yml"), inv)
+            wall, cpu, dummy, dummy = timed_playbook(os.path.join(ROOT, "benchmarks", "noop.yml"), inv)
             floor.append(wall)
             floor_cpu.append(cpu)
             wall, cpu, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
@@ -200,8 +199,8 @@ def write_section(marker, text):
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
     old = open(path).read() if os.path.exists(path) else ""
     if old.count(marker) >= 2:
-        pre, _, rest = old.partition(marker)
-        _, _, post = rest.partition(marker)
+        pre, dummy, rest = old.partition(marker)
+        dummy, dummy, post = rest.partition(marker)
         old = pre + post
     with open(path, "w") as fh:
         fh.write(old.rstrip("\n") + "\n\n" + marker + "\n" + text + marker + "\n")

@@ -10,7 +10,7 @@ ANSIBLE_WHEEL_VERSION=12.3.0   # bundles containers.podman, community.general, a
 VENV=$ROOT/.venv
 COLL=$ROOT/.collections/ansible_collections
 stamp=$VENV/.dlrack-stamp
-want="$(sha256sum requirements.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)"
+want="$(sha256sum requirements-dev.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)"
 
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
@@ -18,7 +18,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null
   fi
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
   # Collections from the ansible wheel (Galaxy is not reachable): extract only what we use.
   tmp=$(mktemp -d)
   "$VENV/bin/python" -m pip download -q --disable-pip-version-check --no-deps \

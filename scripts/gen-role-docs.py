@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate docs/roles.md (the variables of every role) from roles/*/meta/argument_specs.yml.
 
     .venv/bin/python scripts/gen-role-docs.py          # rewrite docs/roles.md

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need on a Debian/Ubuntu machine (run as root):
-#  - apt packages: podman + runc (crun fails under a cgroup-hybrid host), debootstrap, tools the
-#    integration tests use on the host (mkfs, losetup, qemu for the VM scenario);
+#  - apt packages: podman + runc (crun fails under a cgroup-hybrid host), debootstrap, shellcheck
+#    (ansible-test sanity), tools the integration tests use on the host (mkfs, losetup, qemu for
+#    the VM scenario);
 #  - podman settings this kind of host needs (runtime runc, modest ulimits);
 #  - the base image dlrack-systemd:bookworm, built with debootstrap and imported (only if missing).
 # Idempotent.
@@ -10,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=(podman runc debootstrap xfsprogs e2fsprogs util-linux fdisk mdadm numactl
            qemu-system-x86 qemu-utils linux-image-amd64 openssh-client ca-certificates
-           chromium)  # chromium: tests/integration/test_report_browser.py renders the HTML report
+           chromium shellcheck)  # chromium renders the HTML report (test_report_browser.py);
+                                 # the shellcheck tool is for ansible-test sanity (make sanity)
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

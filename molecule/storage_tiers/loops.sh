@@ -30,7 +30,9 @@ case "${1:-}" in
         mnt) mkfs.ext4 -q -F -L busy "$DIR/$n.img" ;;
         pt)  printf 'label: gpt\n,64M\n' | sfdisk -q "$DIR/$n.img" ;;
       esac
-      dev=$(losetup --find --show $([ "$n" = pt ] && echo -P) "$DIR/$n.img")
+      partscan=()
+      [ "$n" = pt ] && partscan=(-P)
+      dev=$(losetup --find --show "${partscan[@]}" "$DIR/$n.img")
       printf '%s"%s": "%s"' "$sep" "$n" "$dev" >> "$DIR/loops.json.tmp"; sep=", "
       echo "LOOP_$n=$dev" >> "$DIR/loops.env"
     done

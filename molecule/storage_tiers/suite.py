@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Data-safety suite for dlrack.node.storage_tiers, shared by the container and the VM scenario.
 
 Each case runs the role through `ansible-playbook apply.yml` (json callback) with its own variables
@@ -27,10 +26,10 @@ class Target:
 
     def sh(self, cmd, check=True):
         p = subprocess.run(self.prefix + ["sh", "-c", cmd] if self.prefix[0] == "podman" else self.prefix + [cmd],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         if check and p.returncode != 0:
             raise AssertionError("target command failed (rc=%d): %s\n%s%s" % (p.returncode, cmd, p.stdout,
-                                                                             p.stderr[-1500:]))
+                                                                              p.stderr[-1500:]))
         return p.stdout.strip()
 
     def sha(self, path):
@@ -46,13 +45,13 @@ def apply(role_vars, check=False):
     argv = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "apply.yml"), "-e", "@" + f.name]
     if check:
         argv.append("--check")
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env)
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, check=False)
     os.unlink(f.name)
     try:
         out = json.loads(p.stdout[p.stdout.index("{"):])
     except ValueError:
         raise AssertionError("no json from ansible-playbook (rc=%d): %s %s" % (p.returncode, p.stdout[-2000:],
-                                                                            p.stderr[-2000:]))
+                                                                               p.stderr[-2000:]))
     changed, msg = [], ""
     for play in out.get("plays", []):
         for task in play.get("tasks", []):

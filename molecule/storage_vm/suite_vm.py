@@ -103,7 +103,7 @@ def verify(s):
     def _old_md():
         s.expect_refusal(tgt, {"storage_tiers_hot_enabled": False, "storage_tiers_cold_devices": HDD[:3] + [MD_OLD]},
                          [MD_OLD] + HDD[:3], ["storage_tiers_cold_devices: %s is a member of md array oldbox:data" % MD_OLD,
-                                               fix % MD_OLD])
+                                              fix % MD_OLD])
     _old_md()
 
     @s.case("VM: the system disk is refused, even with wipe allowed and safe mode off")
@@ -161,7 +161,7 @@ def verify(s):
         tgt.sh("systemctl is-system-running --wait || true")
         names_after = tgt.sh("readlink -f %s %s" % (NV[0], HDD[0]))
         assert names_before != names_after, "the reverse attach order did not change device names: %s" % names_after
-        for _ in range(20):
+        for dummy in range(20):
             if tgt.sh("findmnt -rn -o TARGET /mnt/hot /mnt/archive | wc -l") == "2":
                 break
             time.sleep(3)

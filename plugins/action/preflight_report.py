@@ -8,13 +8,14 @@ __metaclass__ = type
 
 import os
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    DriftFileError, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
+    HOST_VARS, DriftFileError, _plain, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -33,33 +34,74 @@ _SPEC = {
 display = Display()
 
 
+# The role fills these options from run-wide variables: an error names both.
+_VARIABLES = {"report_dir": "dlrack_report_dir", "fail_on": "dlrack_fail_on", "gather": "dlrack_gather",
+              "use_fact_cache": "dlrack_use_fact_cache", "drift_file": "dlrack_drift_file",
+              "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings"}
+
+
+def _settings_error(messages):
+    """One clear error for bad run-wide settings, naming the variables behind the options."""
+    text = "; ".join(messages)
+    named = ["%s (variable %s)" % (opt, var) for opt, var in sorted(_VARIABLES.items()) if opt in text]
+    return AnsibleActionFail("preflight_report: bad run-wide setting, nothing was validated: %s%s"
+                             % (text, ". Check " + ", ".join(named) if named else ""))
+
+
+def _validated_args(task_args):
+    validation = ArgumentSpecValidator(_SPEC).validate(task_args)
+    if validation.error_messages:
+        raise _settings_error(validation.error_messages)
+    args = validation.validated_parameters
+    if not args["select_only"] and args["report_dir"] is not None and not args["report_dir"].strip():
+        raise _settings_error(["dlrack_report_dir is empty: set it to the directory where the reports go "
+                               "(e.g. -e dlrack_report_dir=reports)"])
+    return args
+
+
+_HOST_VARS = tuple(HOST_VARS) + tuple(v for v in ("dlrack_use_fact_cache",) if v not in HOST_VARS)
+
+
+def host_variables(hostvars, host):
+    """One host's dlrack_* variables as plain data, read one at a time: a variable that Ansible
+    cannot template (an undefined variable inside it) becomes an Unresolved marker, which the
+    rule engine reports on that host alone instead of failing the whole run. Values are read raw
+    and templated (in that host's context) only where they hold a template (host_view)."""
+    try:
+        hv = host_view(hostvars, host)
+    except AnsibleError as exc:
+        return dict((key, Unresolved(exc)) for key in _HOST_VARS)
+    out = {}
+    for key in _HOST_VARS:
+        try:
+            out[key] = _plain(hv[key]) if key in hv else None
+        except AnsibleError as exc:
+            out[key] = Unresolved(exc)
+    return out
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validation = ArgumentSpecValidator(_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("preflight_report: %s" % "; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args = _validated_args(self._task.args)
         hostvars = task_vars.get("hostvars", {})
+        variables = dict((h, host_variables(hostvars, h)) for h in args["hosts"])
         if args["select_only"]:
             result["gather_hosts"] = hosts_to_gather(
-                ((h, host_view(hostvars, h)) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
+                ((h, variables[h]) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
             result["changed"] = False
             return result
         report_dir = args.get("report_dir")
         if report_dir is not None:
-            # An empty directory setting means a mistake, never "no report": fail before validating.
-            if not report_dir.strip():
-                raise AnsibleActionFail("dlrack_report_dir is empty: set it to the directory where the reports go "
-                                        "(e.g. -e dlrack_report_dir=reports)")
+            # (an empty one was refused by _validated_args: a mistake, never "no report")
             report_dir = os.path.expanduser(os.path.expandvars(report_dir))
         inputs = {}
         gather_hosts = []
         for host in args["hosts"]:
-            inputs[host], gather = read_host(host, host_view(hostvars, host), args["gather"], args["use_fact_cache"])
+            inputs[host], gather = read_host(host, variables[host], args["gather"], args["use_fact_cache"])
             if gather:
                 gather_hosts.append(host)
         if args["select_first"]:

@@ -24,7 +24,7 @@ description:
     C(ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift) (the collection's ansible.cfg does).
 requirements:
   - enable in configuration
-author: dlrack.node contributors
+author: dlrack.node contributors (@dlrack)
 """
 
 import json

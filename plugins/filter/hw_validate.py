@@ -6,67 +6,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
----
-name: hw_validate
-short_description: Validate one dlrack_hw document against the dlrack rules
-version_added: 0.1.0
-description:
-  - The same rule engine as the C(preflight_report) action, for one host, inside a template or
-    C(set_fact). Returns C({status, findings, rules, hw, provenance}).
-positional: profile
-options:
-  _input:
-    description: A C(dlrack_hw) document (declared or gathered).
-    type: dict
-    required: true
-  profile:
-    description: C(training), C(inference) or C(workstation).
-    type: str
-    default: training
-  host:
-    description: Name used in messages.
-    type: str
-    default: host
-  declared:
-    description: Declaration to compare a gathered document with (rule inventory.matches_declared).
-    type: dict
-  thresholds:
-    description: Threshold overrides (see the rules table).
-    type: dict
-  severity:
-    description: Per-rule severity overrides (error, warning, info, off).
-    type: dict
-  workload:
-    description: Workload, when not part of the document.
-    type: dict
-author: dlrack.node contributors
-"""
-
-EXAMPLES = r"""
-- name: Judge one host's declared hardware
-  ansible.builtin.set_fact:
-    verdict: "{{ dlrack_hw | dlrack.node.hw_validate(host=inventory_hostname) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: C({status, findings, rules, hw, provenance}); C(hw) is the normalised document.
-  type: dict
-"""
+# The documentation is one page per filter, as ansible-doc reads it: plugins/filter/<filter name>.yml.
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import ConfigError, evaluate_host
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_host
 
 
 def hw_validate(hw, profile="training", host="host", declared=None, thresholds=None, severity=None, workload=None):
-    try:
-        return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
-                             severity=severity, workload=workload)
-    except ConfigError as exc:
-        raise AnsibleFilterError(str(exc))
+    return evaluate_host(host, hw, declared=declared, profile=profile, thresholds=thresholds,
+                         severity=severity, workload=workload)
 
 
 def hw_normalize(hw):

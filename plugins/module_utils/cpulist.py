@@ -11,23 +11,37 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+# Linux caps NR_CPUS at 8192 on every architecture; ids at or above this bound are not CPUs, and
+# parsing never expands a range beyond it (a cpulist of "0-4294967295" costs nothing).
+MAX_CPUS = 16384
+
+
 class CpuListError(ValueError):
     """A cpulist string that the kernel would not have printed."""
 
 
-def parse_cpulist(text):
+def _number(text):
+    """ASCII digits only: str.isdigit() also accepts "\u00b2", which int() then rejects."""
+    text = text.strip()
+    if not text or not text.isascii() or not text.isdigit() or len(text) > 9:
+        return None
+    return int(text)
+
+
+def parse_cpulist(text, max_cpus=MAX_CPUS):
     """Parse a kernel cpulist ("0-3,8,10-14", "0-62:2", "") into a sorted list of ints.
 
     Accepts the stride form that lscpu and the kernel print (``a-b:stride``) and tolerates
-    whitespace and a trailing newline. Raises CpuListError on anything else.
+    whitespace and a trailing newline. Raises CpuListError on anything else, including a CPU
+    id >= ``max_cpus`` (checked before any range is expanded).
     """
     if text is None:
         return []
     if isinstance(text, (list, tuple, set)):
         out = set()
         for item in text:
-            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                raise CpuListError("cpu ids must be non-negative integers, got %r" % (item,))
+            if isinstance(item, bool) or not isinstance(item, int) or item < 0 or item >= max_cpus:
+                raise CpuListError("cpu ids must be integers from 0 to %d, got %r" % (max_cpus - 1, item))
             out.add(item)
         return sorted(out)
     if not isinstance(text, str):
@@ -42,22 +56,20 @@ def parse_cpulist(text):
             raise CpuListError("empty element in cpulist %r" % text)
         stride = 1
         if ":" in part:
-            part, _, stride_s = part.partition(":")
-            if not stride_s.isdigit() or int(stride_s) < 1:
+            part, dummy, stride_s = part.partition(":")
+            stride = _number(stride_s)
+            if not stride:
                 raise CpuListError("bad stride in cpulist %r" % text)
-            stride = int(stride_s)
-        if "-" in part:
-            lo_s, _, hi_s = part.partition("-")
-            if not (lo_s.strip().isdigit() and hi_s.strip().isdigit()):
-                raise CpuListError("bad range %r in cpulist %r" % (part, text))
-            lo, hi = int(lo_s), int(hi_s)
-            if hi < lo:
-                raise CpuListError("descending range %r in cpulist %r" % (part, text))
-            cpus.update(range(lo, hi + 1, stride))
-        else:
-            if not part.isdigit():
-                raise CpuListError("bad cpu id %r in cpulist %r" % (part, text))
-            cpus.add(int(part))
+        lo_s, dummy, hi_s = part.partition("-")
+        lo = _number(lo_s)
+        hi = _number(hi_s) if "-" in part else lo
+        if lo is None or hi is None:
+            raise CpuListError("bad %s %r in cpulist %r" % ("range" if "-" in part else "cpu id", part, text))
+        if hi < lo:
+            raise CpuListError("descending range %r in cpulist %r" % (part, text))
+        if hi >= max_cpus:
+            raise CpuListError("cpu id %d in cpulist %r is above the limit of %d CPUs" % (hi, text, max_cpus))
+        cpus.update(range(lo, hi + 1, stride))
     return sorted(cpus)
 
 

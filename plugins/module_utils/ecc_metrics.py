@@ -5,9 +5,10 @@
 
 Pure Python, standard library only. The same file runs in two places:
 
-- on the controller as a module_util (``assess_ecc`` is what the preflight rule engine calls;
-  ``render_metrics`` is what the unit tests drive against captured trees and nvidia-smi output);
-- on the node, where roles/ecc_monitor copies it with ``edac.py``, ``cpulist.py`` and
+- on the controller as a module_util (``render_metrics`` is what the unit tests drive against
+  captured trees and nvidia-smi output); the ECC policy, ``assess_ecc``, lives in ``ecc_policy``,
+  shared with the rule engine;
+- on the node, where roles/ecc_monitor copies it with ``ecc_policy.py``, ``edac.py``, ``cpulist.py`` and
   ``parsers/`` under ``/usr/local/lib/dlrack`` (same ``ansible_collections.dlrack.node...``
   import paths, no Ansible needed) and ``dlrack-ecc-collector`` calls :func:`main`.
 
@@ -25,156 +26,17 @@ import subprocess
 import sys
 import time
 
+from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import (  # noqa: F401  (re-exported)  # pylint: disable=unused-import
+    DEFAULT_BUDGET_24H, RULE, assess_ecc, is_count as _is_count, status_from_findings)
 from ansible_collections.dlrack.node.plugins.module_utils.edac import (
     detect_host, read_edac_sysfs)
 from ansible_collections.dlrack.node.plugins.module_utils.hostfs import read_uptime, write_atomic
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.parsers.nvidia_smi import parse_xml
 
-RULE = "memory.ecc_errors"
-DEFAULT_BUDGET_24H = 9          # NHC's mcelog default: 9 corrected errors per 24 h
 DEFAULT_TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 DEFAULT_TEXTFILE_NAME = "dlrack_ecc.prom"
-DAY = 86400.0
 STATUSES = ("ok", "warning", "error", "unknown")
-
-
-# --------------------------------------------------------------------------------------------
-# assessment
-# --------------------------------------------------------------------------------------------
-
-def _is_count(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _finding(severity, observed, required, message, remedy):
-    return {"rule": RULE, "severity": severity, "observed": observed, "required": required,
-            "message": message, "remedy": remedy}
-
-
-def assess_ecc(edac_summary, uptime_s=None, budget_24h=DEFAULT_BUDGET_24H):
-    """Judge EDAC counters against the thresholds; returns a non-empty list of findings.
-
-    ``edac_summary``: ``dlrack_hw.memory.edac`` ({driver, controllers, corrected, uncorrected})
-    or a full :func:`read_edac_sysfs` result, or None (no EDAC). ``uptime_s``: seconds over
-    which the counters accumulated (host uptime); when None, the largest per-mc
-    ``seconds_since_reset`` of a full result is used. ``budget_24h``: corrected errors allowed
-    per 24 h (NHC's mcelog default 9).
-
-    Each finding is ``{rule: "memory.ecc_errors", severity, observed, required, message,
-    remedy}`` with severity ``error`` (uncorrected > 0), ``warning`` (corrected rate above the
-    budget, or counters unknown: no EDAC is "unknown", never healthy) or ``info`` (the rule holds,
-    one finding saying why, as the rule engine reports passes).
-
-    The corrected rate is ``corrected * 86400 / max(window, 86400)``: within the first day
-    the raw count is compared with the budget (no extrapolation of one error in ten minutes
-    to 144 a day); when the window is unknown the raw count is used as well.
-    """
-    try:
-        budget = float(budget_24h)
-    except (TypeError, ValueError):
-        budget = float(DEFAULT_BUDGET_24H)
-    if budget < 0:
-        budget = float(DEFAULT_BUDGET_24H)
-    budget_txt = ("%g" % budget)
-    required_ce = "<= %s corrected per 24 h" % budget_txt
-
-    if not isinstance(edac_summary, dict) or not edac_summary.get("controllers"):
-        return [_finding(
-            "warning", "unknown (no EDAC memory controller)", "EDAC counters readable",
-            "no EDAC memory controller is registered, so memory errors are not counted: the "
-            "ECC state is unknown, not healthy",
-            "apply the dlrack.node.ecc_monitor role (loads the platform EDAC driver: i10nm_edac, "
-            "skx_edac, sb_edac, amd64_edac or ghes_edac); on a VM or container check the host")]
-
-    ue = edac_summary.get("uncorrected")
-    ce = edac_summary.get("corrected")
-    findings = []
-    where = _worst_places(edac_summary)
-
-    if _is_count(ue) and ue > 0:
-        findings.append(_finding(
-            "error", "%d uncorrected" % ue, "0 uncorrected",
-            "%d uncorrected memory error(s) counted by EDAC%s: data was corrupted or a process "
-            "was killed" % (ue, where.get("ue", "")),
-            "drain the node, find the DIMM (ras-mc-ctl --errors, dlrack_edac_dimm_* metrics) "
-            "and replace it; then reset the counters or reboot"))
-
-    window = None
-    if uptime_s is not None:
-        try:
-            window = float(uptime_s)
-        except (TypeError, ValueError):
-            window = None
-        if window is not None and window < 0:
-            window = None
-    if window is None:
-        resets = [mc.get("seconds_since_reset") for mc in edac_summary.get("mcs") or []
-                  if isinstance(mc, dict)]
-        resets = [r for r in resets if _is_count(r)]
-        if resets:
-            window = float(max(resets))
-
-    if _is_count(ce):
-        rate = ce * DAY / max(window, DAY) if window else float(ce)
-        if rate > budget:
-            span = ("over %.1f h" % (window / 3600.0)) if window else "since an unknown time"
-            findings.append(_finding(
-                "warning", "%d corrected %s (%.1f per 24 h)" % (ce, span, rate), required_ce,
-                "corrected memory errors above the budget%s: a DIMM is degrading" % where.get("ce", ""),
-                "watch dlrack_edac_dimm_corrected_errors_total; schedule the DIMM's replacement "
-                "before errors become uncorrected"))
-    elif not findings and not _is_count(ue):
-        findings.append(_finding(
-            "warning", "unknown (EDAC counters unreadable)", "EDAC counters readable",
-            "EDAC has %s memory controller(s) but no readable error counter" %
-            edac_summary.get("controllers"),
-            "check /sys/devices/system/edac/mc/mc*/ce_count and the EDAC driver"))
-
-    if not findings:
-        if not _is_count(ce):
-            observed = "%d uncorrected, corrected unknown" % ue
-        else:
-            observed = "%d corrected, %s uncorrected" % (ce, ue if _is_count(ue) else "unknown")
-        findings.append(_finding(
-            "info", observed, "0 uncorrected, " + required_ce,
-            "memory errors within budget (%s memory controller(s), driver %s)" % (
-                edac_summary.get("controllers"), edac_summary.get("driver") or "unknown"),
-            None))
-    return findings
-
-
-def _worst_places(full):
-    """' (mc0 dimm3 "CPU_SrcID#0_Ha#0_Chan#1_DIMM#0")' for the DIMM with most errors, if known."""
-    out = {}
-    for key, field in (("ce", "ce_count"), ("ue", "ue_count")):
-        best = None
-        for mc in full.get("mcs") or []:
-            if not isinstance(mc, dict):
-                continue
-            for dimm in (mc.get("dimms") or []) + (mc.get("csrows") or []):
-                if not isinstance(dimm, dict):
-                    continue
-                count = dimm.get(field)
-                if _is_count(count) and count > 0 and (best is None or count > best[0]):
-                    best = (count, mc.get("name"), dimm.get("name"), dimm.get("label"))
-        if best:
-            label = ' "%s"' % best[3] if best[3] else ""
-            out[key] = " (most on %s %s%s: %d)" % (best[1], best[2], label, best[0])
-    return out
-
-
-def status_from_findings(findings):
-    """ok / warning / error / unknown for the dlrack_edac_status gauge."""
-    severities = [f.get("severity") for f in findings or []]
-    if "error" in severities:
-        return "error"
-    for f in findings or []:
-        if f.get("severity") == "warning" and str(f.get("observed", "")).startswith("unknown"):
-            return "unknown"
-    if "warning" in severities:
-        return "warning"
-    return "ok"
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,7 +311,7 @@ USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name
                             [--virtualization TYPE] [--stdout] [--assess]
 Writes dlrack_* ECC metrics atomically to <textfile-dir>/<name> (default %s/%s).
 --assess prints the memory.ecc_errors findings as JSON instead.""" % (DEFAULT_TEXTFILE_DIR,
-                                                                        DEFAULT_TEXTFILE_NAME)
+                                                                      DEFAULT_TEXTFILE_NAME)
 
 
 def main(argv=None):
@@ -501,4 +363,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())  # a command-line entry point, not a module: no exit_json here

@@ -84,7 +84,7 @@ def _listdir(path):
 
 
 def _natural_key(name):
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", name)]
 
 
 def _sum(values):
@@ -433,4 +433,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())  # a command-line entry point, not a module: no exit_json here

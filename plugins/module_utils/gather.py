@@ -21,8 +21,8 @@ Keys beyond the contract (all optional for consumers): ``cpu.{cores_per_socket,
 threads_per_core, vendor_id, family, model_id, stepping}``, ``memory.{installed_mb, dimm_count,
 dimms}``, ``gpus[].{driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
 ecc_errors, retired_pages, remapped_rows}``, ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
-``disks[].{path, rotational, removable, wwid, wwn, by_id_all, probe}``, ``host``, ``uptime_s``,
-``errors``.
+``disks[].{path, rotational, removable, read_only, role, wwid, wwn, by_id_all, probe}`` (see
+blockdev.py), ``host``, ``uptime_s``, ``errors``.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -33,13 +33,15 @@ import re
 import shutil
 import subprocess
 
+from ansible_collections.dlrack.node.plugins.module_utils import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    MAX_CPUS,
     format_cpulist, parse_cpulist)
 from ansible_collections.dlrack.node.plugins.module_utils.hostfs import (
     READ_LIMIT, container_marker, listdir, natural_key, parse_cpuinfo, read_int, read_text,
     read_uptime, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import (
-    ParseError, normalize_pci_bus_id, parse_export)
+    ParseError, normalize_pci_bus_id)
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmidecode as dmi_parser
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_smi as nvsmi
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import sysfs_pci
@@ -51,8 +53,6 @@ except ImportError:  # pragma: no cover - edac.py ships with the collection
 
 SCHEMA_VERSION = 1
 SUBSETS = ("cpu", "memory", "gpus", "disks", "edac", "host")
-SKIP_DISK_PREFIXES = ("loop", "ram", "zram", "sr", "dm-", "md", "fd", "nbd")
-SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr")
 NVIDIA_VENDOR = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")
 TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
@@ -78,7 +78,7 @@ def _read_int(path, errors=None):
 # Kernels are built with at most 8192 CPUs (x86_64 MAXSMP, ppc64); a cpulist naming an id
 # above this bound is garbage (seen: local_cpulist "0-4294967295"), and expanding it would
 # take gigabytes. It is refused before parsing.
-MAX_CPU_ID = 65535
+MAX_CPU_ID = MAX_CPUS - 1   # the one bound, in cpulist
 _NUMBER = re.compile(r"[0-9]+")
 _NOT_CPULIST = re.compile(r"[^0-9,:\s-]")
 
@@ -347,7 +347,7 @@ def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
                     inside = line[:4].lower() == ven
                     continue
                 if inside and not line.startswith("\t\t"):
-                    dev, _, name = line[1:].partition(" ")
+                    dev, dummy, name = line[1:].partition(" ")
                     if dev.lower() in want:
                         names["0x" + dev.lower()] = name.strip()
         return names
@@ -437,211 +437,6 @@ def _gather_gpus(rd, run, nvidia_smi_path, errors):
         g["index"] = i
         g.pop("smi_index", None)
     return out_list
-
-
-# --------------------------------------------------------------------------------------------
-# disks
-
-def _mounts(root):
-    out = []
-    for line in (_read(_p(root, "/proc/self/mounts")) or _read(_p(root, "/proc/mounts")) or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            out.append((parts[0], parts[1].replace("\\040", " ")))
-    return out
-
-
-def _swaps(root):
-    out = []
-    for line in (_read(_p(root, "/proc/swaps")) or "").splitlines()[1:]:
-        parts = line.split()
-        if parts:
-            out.append(parts[0])
-    return out
-
-
-def _dev_name(root, source, dm_names):
-    """'/dev/sda1' -> 'sda1'; '/dev/mapper/vg-lv' -> 'dm-0'; None for non-block sources."""
-    if not source.startswith("/dev/"):
-        return None
-    if source.startswith("/dev/mapper/"):
-        return dm_names.get(source[len("/dev/mapper/"):])
-    path = _p(root, source)
-    if os.path.islink(path):
-        target = _readlink_base(path)
-        if target:
-            return target
-    return os.path.basename(source)
-
-
-def _transport(name, devpath, devdir):
-    if name.startswith("nvme"):
-        return "nvme"
-    p = devpath or ""
-    if "/virtio" in p or name.startswith("vd"):
-        return "virtio"
-    if "/usb" in p:
-        return "usb"
-    if re.search(r"/ata\d+/", p):
-        return "sata"
-    if "/end_device-" in p or "/port-" in p or os.path.exists(os.path.join(devdir, "device", "sas_address")):
-        return "sas"
-    return "unknown"
-
-
-def _vpd_serial(path):
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(512)
-    except (IOError, OSError):
-        return None
-    if len(data) < 5:
-        return None
-    s = data[4:4 + data[3]].decode("ascii", "replace").strip().strip("\x00").strip()
-    return s or None
-
-
-def _by_id_links(root):
-    base = _p(root, "/dev/disk/by-id")
-    links = {}
-    for link in _listdir(base):
-        if re.search(r"-part\d+$", link):
-            continue
-        target = _readlink_base(os.path.join(base, link))
-        if target:
-            links.setdefault(target, []).append("/dev/disk/by-id/" + link)
-    return links
-
-
-def _by_id_rank(link):
-    name = os.path.basename(link)
-    if name.startswith("wwn-"):
-        return 0
-    if name.startswith("nvme-eui.") or name.startswith("nvme-nvme."):
-        return 1
-    if name.startswith(("nvme-", "ata-", "scsi-SATA_", "virtio-", "usb-")):
-        return 2
-    if name.startswith("scsi-"):
-        return 3
-    return 4
-
-
-def _gather_disks(root, run, blkid_path, errors):
-    block = _p(root, "/sys/block")
-    dm_names = {}
-    for name in _listdir(block):
-        if name.startswith("dm-"):
-            n = _read(os.path.join(block, name, "dm", "name"))
-            if n:
-                dm_names[n] = name
-    mounts_by_dev = {}
-    for source, target in _mounts(root):
-        dev = _dev_name(root, source, dm_names)
-        if dev:
-            mounts_by_dev.setdefault(dev, []).append(target)
-    swap_devs = set()
-    for source in _swaps(root):
-        dev = _dev_name(root, source, dm_names)
-        if dev:
-            swap_devs.add(dev)
-
-    def holders_of(devdir, seen):
-        out = []
-        for h in _listdir(os.path.join(devdir, "holders")):
-            if h in seen:
-                continue
-            seen.add(h)
-            out.append(h)
-            out.extend(holders_of(os.path.join(block, h), seen))
-        return out
-
-    by_id = _by_id_links(root)
-    disks = []
-    for name in sorted(_listdir(block), key=_natural):
-        if name.startswith(SKIP_DISK_PREFIXES):
-            continue
-        d = os.path.join(block, name)
-        sectors = _read_int(os.path.join(d, "size"))
-        if sectors == 0:
-            continue  # empty card reader / CD tray
-        try:
-            real = os.path.realpath(d)
-            devpath = real[len(os.path.realpath(root)):] if root not in ("/", "") else real
-        except (OSError, ValueError):
-            devpath = None
-        rot = _read_int(os.path.join(d, "queue", "rotational"))
-        transport = _transport(name, devpath, d)
-        if transport == "nvme":
-            kind = "nvme"
-        elif rot == 1:
-            kind = "hdd"
-        elif rot == 0:
-            kind = "ssd"
-        else:
-            kind = None
-        dev = os.path.join(d, "device")
-        model = _read(os.path.join(dev, "model")) or _read(os.path.join(d, "model"))
-        serial = (_read(os.path.join(dev, "serial")) or _read(os.path.join(d, "serial"))
-                  or _vpd_serial(os.path.join(dev, "vpd_pg80")))
-        wwid = _read(os.path.join(d, "wwid")) or _read(os.path.join(dev, "wwid"))
-        links = sorted(by_id.get(name, []), key=lambda x: (_by_id_rank(x), x))
-        wwn = None
-        for link in links:
-            if os.path.basename(link).startswith("wwn-"):
-                wwn = os.path.basename(link)[4:]
-                break
-        partitions = [p for p in sorted(_listdir(d), key=_natural)
-                      if p.startswith(name) and os.path.exists(os.path.join(d, p, "partition"))]
-        seen = set()
-        holders = holders_of(d, seen)
-        for p in partitions:
-            holders.extend(holders_of(os.path.join(d, p), seen))
-        related = [name] + partitions + holders
-        mounted = []
-        for r in related:
-            for m in mounts_by_dev.get(r, []):
-                if m not in mounted:
-                    mounted.append(m)
-        swap = any(r in swap_devs for r in related)
-        system = swap or any(m in SYSTEM_MOUNTS for m in mounted)
-        signatures, probe = [], None
-        if blkid_path:
-            for target in [name] + partitions:
-                rc, out, err = run([blkid_path, "-p", "-o", "export", "/dev/" + target])
-                if rc == 0:
-                    vals = parse_export(out)
-                    for key in ("PTTYPE", "TYPE"):
-                        if vals.get(key):
-                            signatures.append("%s:%s" % (target, vals[key]))
-                    if target == name:
-                        probe = {"type": vals.get("TYPE"), "label": vals.get("LABEL"),
-                                 "uuid": vals.get("UUID"), "pttype": vals.get("PTTYPE")}
-                elif rc == 2:  # nothing found
-                    if target == name:
-                        probe = {"type": None, "label": None, "uuid": None, "pttype": None}
-                else:
-                    errors.append("blkid -p /dev/%s failed (rc=%s): %s"
-                                  % (target, rc, (err or "").strip()[:200]))
-        disks.append({
-            "name": name,
-            "path": "/dev/" + name,
-            "by_id": links[0] if links else None,
-            "by_id_all": links,
-            "kind": kind,
-            "transport": transport,
-            "size_bytes": sectors * 512 if sectors and sectors > 0 else None,
-            "model": model or None,
-            "serial": serial or None,
-            "wwid": wwid or None,
-            "wwn": wwn,
-            "rotational": None if rot is None else bool(rot),
-            "removable": None if _read_int(os.path.join(d, "removable")) is None
-            else bool(_read_int(os.path.join(d, "removable"))),
-            "in_use": {"mounted": mounted, "holders": holders, "partitions": partitions,
-                       "signatures": signatures, "system": system},
-            "probe": probe,
-        })
-    return disks
 
 
 # --------------------------------------------------------------------------------------------
@@ -758,7 +553,7 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, smi_path, errors))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)
-        doc["disks"] = section("disks", lambda: _gather_disks(root, run, blkid_path, errors))
+        doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))
     if "host" in want:
         res = section("host", lambda: _gather_host(root, cpuinfo))
         if res:

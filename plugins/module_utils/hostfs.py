@@ -86,7 +86,7 @@ def readlink_base(path):
 
 def natural_key(name):
     """'nvme10n1' sorts after 'nvme2n1'."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", name)]
 
 
 def _small_int(value):

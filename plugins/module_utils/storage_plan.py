@@ -19,8 +19,13 @@ A disk dict is a ``dlrack_hw.disks`` entry (``name``, ``by_id``, ``kind``, ``ser
                 (``blkid -p``); for an md member ``label`` is the array name (``host:name``)
                 and ``uuid`` the array UUID.
 
-Safety rules (``storage_tiers_safe_mode``): a device is *free* when it has no mounts, holders,
-partitions or signatures and is not the system disk. A device carrying exactly what this
+Options are defined once, in :data:`OPTIONS`: the module's argument_spec is generated from it and
+a unit test holds the role's defaults, meta/argument_specs.yml, task and the module DOCUMENTATION to
+it. Messages name an option as ``<var_prefix><option>``: the role passes its variable prefix, so
+no role variable is spelled here.
+
+Safety rules (option ``safe_mode``): a device is *free* when it has no mounts, holders,
+partitions or signatures (:func:`blockdev.in_use_reasons`) and is not the system disk. A device carrying exactly what this
 collection wrote for the same tier (an md member of ``dlrack-<tier>``, or an XFS labelled
 ``dlrack-<tier>``) is *ours*: re-runs and interrupted runs continue with it. Anything else is
 *in use* and refused, per device, with the stable id and the fix. The system disk and mounted
@@ -30,7 +35,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import re
+
+from ansible_collections.dlrack.node.plugins.module_utils.blockdev import (
+    disk_role, in_use_reasons, is_data_disk)
 
 TIERS = ("hot", "cold")
 HOT_LAYOUTS = ("raid0", "raid10", "jbod")
@@ -39,10 +48,53 @@ COLD_LEVELS = ("raid6", "raid10", "raid5", "raid1", "single")
 # build a 2- or 3-device "raid10" but that is a mirror, not what the name promises.
 MIN_DEVICES = {"raid0": 2, "raid1": 2, "raid5": 3, "raid6": 4, "raid10": 4, "single": 1, "jbod": 1}
 MD_LEVELS = {"raid0": 0, "raid1": 1, "raid5": 5, "raid6": 6, "raid10": 10}
-SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var", "[SWAP]")
 XFS_LABEL_MAX = 12
 _BY_ID = "/dev/disk/by-id/"
 _KERNEL_NAME = re.compile(r"^/dev/(sd[a-z]+|hd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|nvme\d+c\d+n\d+|md\d+|dm-\d+|mmcblk\d+)$")
+
+
+_DIRS_HOT = [{"path": "datasets", "owner": "root", "group": "root", "mode": "0755"},
+             {"path": "checkpoints", "owner": "root", "group": "root", "mode": "0755"},
+             {"path": "scratch", "owner": "root", "group": "root", "mode": "1777"}]
+_DIRS_COLD = [{"path": p, "owner": "root", "group": "root", "mode": "0755"}
+              for p in ("datasets", "weights", "logs", "results")]
+
+# The planner's options, defined once. The module's argument_spec is built from this
+# (argument_spec()); tests hold the role's defaults and meta/argument_specs.yml (prefix + name),
+# its task and the module DOCUMENTATION to it.
+OPTIONS = {
+    "hot_devices": {"type": "raw", "default": "auto"},
+    "cold_devices": {"type": "raw", "default": "auto"},
+    "hot_enabled": {"type": "bool", "default": True},
+    "cold_enabled": {"type": "bool", "default": True},
+    "hot_layout": {"type": "str", "default": "raid0", "choices": list(HOT_LAYOUTS)},
+    "hot_chunk_kb": {"type": "int", "default": 512},
+    "hot_mount": {"type": "path", "default": "/mnt/hot"},
+    "cold_level": {"type": "str", "default": "raid6", "choices": list(COLD_LEVELS)},
+    "cold_chunk_kb": {"type": "int", "default": 512},
+    "cold_mount": {"type": "path", "default": "/mnt/archive"},
+    "safe_mode": {"type": "bool", "default": True},
+    "wipe_allowed": {"type": "list", "elements": "str", "default": []},
+    "mount_options": {"type": "list", "elements": "str", "default": ["noatime"]},
+    "device_timeout": {"type": "str", "default": "30s"},
+    "hot_dirs": {"type": "list", "elements": "dict", "default": _DIRS_HOT},
+    "cold_dirs": {"type": "list", "elements": "dict", "default": _DIRS_COLD},
+}
+
+
+def argument_spec():
+    """AnsibleModule argument_spec of the planner options (fresh copies of mutable defaults)."""
+    spec = {}
+    for name, opt in OPTIONS.items():
+        spec[name] = dict((k, copy.deepcopy(v)) for k, v in opt.items())
+    return spec
+
+
+def with_defaults(config):
+    """``config`` with every missing option set to its default."""
+    out = dict((name, copy.deepcopy(opt["default"])) for name, opt in OPTIONS.items())
+    out.update(dict((k, v) for k, v in (config or {}).items() if v is not None or k not in OPTIONS))
+    return out
 
 
 class StoragePlanError(ValueError):
@@ -121,7 +173,7 @@ def mount_options(base, device_timeout):
 
 
 def stable_id(disk):
-    """The name a person should use for this disk: its by-id link, else WWN, else serial."""
+    """The name a person should use for this disk: its by-id link, else WWN, else its path."""
     if disk.get("by_id"):
         return disk["by_id"]
     for link in disk.get("by_id_all") or []:
@@ -136,7 +188,7 @@ def _has_stable_id(disk):
 
 
 def _aliases(disk):
-    names = set()
+    names = set(disk.get("aliases") or [])
     for key in ("by_id", "path", "wwn", "serial"):
         if disk.get(key):
             names.add(disk[key])
@@ -153,11 +205,10 @@ def _aliases(disk):
 
 
 def find_disk(request, disks):
-    """The disk a request string names (by-id link, bare by-id name, WWN, serial or path)."""
-    hits = [d for d in disks if request in _aliases(d)]
+    """The disks a request string names (by-id link, bare by-id name, WWN, serial or path)."""
     uniq = []
-    for d in hits:
-        if all(d is not u for u in uniq):
+    for d in disks:
+        if request in _aliases(d) and all(d is not u for u in uniq):
             uniq.append(d)
     return uniq
 
@@ -167,249 +218,285 @@ def is_kernel_name(request):
     return bool(_KERNEL_NAME.match(request or ""))
 
 
+def _within(mounts, mountpoint):
+    top = (mountpoint or "").rstrip("/")
+    return bool(top) and all(m == top or m.startswith(top + "/") for m in mounts)
+
+
+def _is_tier_label(label, tier):
+    return bool(label) and (label == fs_label(tier) or bool(re.match(r"^dlrack-%s\d+$" % tier, label)))
+
+
+def _ours(disk, tier, mountpoint):
+    """``(state, reasons)`` when the disk carries exactly what this collection wrote for ``tier``."""
+    use, probe = disk.get("in_use") or {}, disk.get("probe") or {}
+    mounted = list(use.get("mounted") or [])
+    ptype, plabel = probe.get("type"), probe.get("label")
+    if use.get("partitions") or probe.get("pttype"):
+        return None
+    if ptype == "linux_raid_member" and md_name_matches(plabel, array_name(tier)):
+        if not mounted or _within(mounted, mountpoint):   # mounted through the array, at this tier
+            return "ours", ["member of this tier's md array %s" % plabel]
+        return None
+    if ptype == "xfs" and _is_tier_label(plabel, tier) and not use.get("holders"):
+        if mounted and not _within(mounted, mountpoint):
+            return "untouchable", ["it carries this tier's filesystem but is mounted at %s" % ", ".join(mounted)]
+        return "ours", ["carries this tier's filesystem %s" % plabel]
+    return None
+
+
 def classify(disk, tier, mountpoint):
     """``(state, reasons)`` where state is ``free``, ``ours``, ``in_use`` or ``untouchable``.
 
-    ``untouchable`` (system disk, mounted somewhere else) is refused even with safe mode off.
+    ``untouchable`` (a partition, the system disk, read-only, mounted somewhere else) is refused
+    even with safe mode off.
     """
     use = disk.get("in_use") or {}
-    probe = disk.get("probe") or {}
-    mounted = list(use.get("mounted") or [])
-    holders = list(use.get("holders") or [])
-    parts = list(use.get("partitions") or [])
-    sigs = [s for s in (use.get("signatures") or []) if s]
-    ptype, plabel = probe.get("type"), probe.get("label")
     if disk.get("kind") == "partition":
         return "untouchable", ["is a partition; storage tiers use whole disks"]
-    if use.get("system") or any(m in SYSTEM_MOUNTS for m in mounted):
-        return "untouchable", ["it is the system disk (%s)" % ", ".join(mounted or ["holds the root filesystem"])]
-    other_tier = [t for t in TIERS if t != tier]
-    # Ours: an md member of this tier's array (holders = the array itself), or this tier's XFS.
-    if ptype == "linux_raid_member" and md_name_matches(plabel, array_name(tier)) and not parts \
-            and not mounted:
-        return "ours", ["member of this tier's md array %s" % plabel]
-    if ptype == "xfs" and plabel and (plabel == fs_label(tier) or re.match(r"^dlrack-%s\d+$" % tier, plabel)) \
-            and not parts and not holders:
-        if mounted and mountpoint and not any(m == mountpoint or m.startswith(mountpoint.rstrip("/") + "/")
-                                              for m in mounted):
-            return "untouchable", ["it carries this tier's filesystem but is mounted at %s" % ", ".join(mounted)]
-        return "ours", ["carries this tier's filesystem %s" % plabel]
-    reasons = []
-    if mounted:
-        reasons.append("mounted at %s" % ", ".join(mounted))
-    if holders:
-        reasons.append("held by %s" % ", ".join(holders))
-    if parts:
-        reasons.append("has partitions %s" % ", ".join(parts))
-    if probe.get("pttype"):
-        reasons.append("has a %s partition table" % probe["pttype"])
-    if ptype == "linux_raid_member":
-        reasons.append("is a member of md array %s (UUID %s)" % (plabel or "?", probe.get("uuid") or "?"))
-    elif ptype:
-        what = "a %s filesystem" % ptype
-        if plabel:
-            what += " labelled %s" % plabel
-        if plabel and any(plabel == fs_label(t) or plabel.startswith(fs_label(t)) for t in other_tier):
-            what += " (the %s tier's)" % other_tier[0]
-        reasons.append("carries %s" % what)
-    elif ptype is None and sigs and not probe.get("pttype"):
-        reasons.append("carries signatures %s" % ", ".join(sigs))
-    if mounted:
+    if use.get("system"):
+        return "untouchable", in_use_reasons(disk)[:1]
+    if disk.get("read_only"):
+        return "untouchable", ["is read-only"]
+    ours = _ours(disk, tier, mountpoint)
+    if ours:
+        return ours
+    reasons = in_use_reasons(disk)
+    label = (disk.get("probe") or {}).get("label")
+    for other in TIERS:
+        if other != tier and (disk.get("probe") or {}).get("type") == "xfs" and _is_tier_label(label, other):
+            reasons = [r + " (the %s tier's)" % other if r.startswith("carries a xfs") else r for r in reasons]
+    if use.get("mounted"):
         return "untouchable", reasons
     if reasons:
         return "in_use", reasons
     return "free", []
 
 
-def _refusal(host, tier, sid, reasons, wipe_listed, safe_mode, state):
-    head = "%s: storage_tiers_%s_devices: %s %s" % (host, tier, sid, "; ".join(reasons))
+class _Run(object):
+    """One planning run: the options, what the user named, and every message found so far."""
+
+    def __init__(self, disks, config):
+        self.config = with_defaults(config)
+        self.host = self.config.get("host") or "localhost"
+        self.prefix = self.config.get("var_prefix") or ""
+        self.safe_mode = bool(self.config["safe_mode"])
+        self.disks = [d for d in (disks or []) if isinstance(d, dict)]
+        self.errors, self.warnings, self.skipped = [], [], []
+        self.wipe_disks = []
+        self.chosen = dict((t, []) for t in TIERS)       # [(disk, state)]
+        self.requested = dict((t, []) for t in TIERS)    # [(disk, request string)]
+        self.refused = dict((t, 0) for t in TIERS)
+
+    def opt(self, name):
+        return self.prefix + name
+
+    def err(self, option, text, *args):
+        self.errors.append("%s: %s: %s" % (self.host, self.opt(option), text % args))
+
+    def tier(self, tier):
+        c = self.config
+        return {"devices": c["%s_devices" % tier], "layout": c["hot_layout"] if tier == "hot" else c["cold_level"],
+                "layout_option": "hot_layout" if tier == "hot" else "cold_level",
+                "chunk_kb": int(c["%s_chunk_kb" % tier]), "mount": c["%s_mount" % tier],
+                "enabled": bool(c["%s_enabled" % tier]), "dirs": c["%s_dirs" % tier] or []}
+
+    def wipe_listed(self, disk):
+        return any(disk is w for w in self.wipe_disks)
+
+
+def _check_layouts(run):
+    for option, allowed in (("hot_layout", HOT_LAYOUTS), ("cold_level", COLD_LEVELS)):
+        if run.config[option] not in allowed:
+            run.err(option, "%r is not one of %s", run.config[option], ", ".join(allowed))
+    for tier in TIERS:
+        devices = run.config["%s_devices" % tier]
+        if devices != "auto" and not isinstance(devices, list):
+            run.err("%s_devices" % tier, "must be 'auto' or a list of stable ids, got %r", devices)
+
+
+def _resolve_wipe_allowed(run):
+    """Which wipe_allowed entries name which disk (by stable id only)."""
+    for req in run.config["wipe_allowed"] or []:
+        hits = find_disk(req, run.disks)
+        if is_kernel_name(req):
+            run.err("wipe_allowed", "%s is a kernel name that can change between boots; name the disk by stable id "
+                    "(/dev/disk/by-id/..., WWN or serial)%s", req, _suggest(hits))
+            continue
+        run.wipe_disks.extend(hits)
+
+
+def _select_auto(run, tier, tc):
+    want_kind = "nvme" if tier == "hot" else "hdd"
+    for d in sorted(run.disks, key=stable_id):
+        if d.get("kind") != want_kind or d.get("exists") is False:
+            continue
+        state, reasons = classify(d, tier, tc["mount"])
+        if state != "untouchable" and (d.get("transport") in ("usb", "virtio") or not is_data_disk(d)):
+            # USB disks come and go; virtio says rotational whatever backs it; read-only, small and
+            # removable devices are not data disks (blockdev.disk_role).
+            what = d["transport"] if d.get("transport") in ("usb", "virtio") else d.get("role") or disk_role(d)
+            run.skipped.append({"device": stable_id(d), "tier": tier,
+                                "reasons": ["%s disk, never auto-selected" % what.replace("_", "-")]})
+            continue
+        if state in ("free", "ours"):
+            run.chosen[tier].append((d, state))
+        elif state == "in_use" and run.wipe_listed(d) and not run.safe_mode:
+            run.chosen[tier].append((d, "wipe"))
+        else:
+            run.skipped.append({"device": stable_id(d), "tier": tier, "reasons": reasons})
+
+
+def _lookup(run, tier, req):
+    """The one disk ``req`` names, or None after recording why not."""
+    option = "%s_devices" % tier
+    hits = find_disk(req, run.disks)
+    if len(hits) > 1:
+        run.err(option, "%s matches %d disks (%s); use the full /dev/disk/by-id link", req, len(hits),
+                ", ".join(stable_id(h) for h in hits))
+        return None
+    if not hits or hits[0].get("exists") is False:
+        run.err(option, "%s does not exist on this host; check the id with `ls -l /dev/disk/by-id/`", req)
+        return None
+    d = hits[0]
+    if is_kernel_name(req) and _has_stable_id(d):
+        run.err(option, "%s is a kernel name that can change between boots; use %s", req, stable_id(d))
+        return None
+    if not _has_stable_id(d):
+        run.warnings.append("%s: %s: %s has no stable id (no /dev/disk/by-id link, WWN or serial); using the path "
+                            "as given" % (run.host, run.opt(option), req))
+    if any(d is s for s, _r in run.requested[tier]):
+        run.err(option, "%s is listed twice", stable_id(d))
+        return None
+    return d
+
+
+def _select_explicit(run, tier, tc):
+    for req in tc["devices"]:
+        req = str(req)
+        d = _lookup(run, tier, req)
+        if d is None:
+            continue
+        run.requested[tier].append((d, req))
+        if tier == "cold" and any(d is h for h, _r in run.requested["hot"]):
+            run.refused[tier] += 1
+            continue   # reported once as "listed in both"; classifying it adds only noise
+        state, reasons = classify(d, tier, tc["mount"])
+        sid = req if not is_kernel_name(req) else stable_id(d)   # quote the id as the user typed it
+        if state in ("free", "ours"):
+            run.chosen[tier].append((d, state))
+        elif state == "in_use" and run.wipe_listed(d) and not run.safe_mode:
+            run.warnings.append("%s: %s will be erased (%s): it is in %s and safe mode is off"
+                                % (run.host, sid, "; ".join(reasons), run.opt("wipe_allowed")))
+            run.chosen[tier].append((d, "wipe"))
+        else:
+            run.refused[tier] += 1
+            run.errors.append(_refusal(run, tier, sid, reasons, run.wipe_listed(d), state))
+
+
+def _refusal(run, tier, sid, reasons, wipe_listed, state):
+    head = "%s: %s: %s %s" % (run.host, run.opt("%s_devices" % tier), sid, "; ".join(reasons))
     if state == "untouchable":
-        if any(r.startswith("it is the system disk") for r in reasons):
+        if reasons[0].startswith("it is the system disk"):
             return head + ". The system disk is never used for a storage tier; remove it from the list."
-        if any(r.startswith("is a partition") for r in reasons):
+        if reasons[0].startswith("is a partition"):
             return head + ". Name the whole disk by stable id instead."
+        if reasons[0] == "is read-only":
+            return head + ". A read-only device cannot hold a tier; remove it from the list."
         return head + (". Unmount it (and remove it from /etc/fstab) first; then, to re-use it, add %s to "
-                       "storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false for that run." % sid)
+                       "%s and set %s: false for that run." % (sid, run.opt("wipe_allowed"), run.opt("safe_mode")))
     fix = []
     if not wipe_listed:
-        fix.append("add %s to storage_tiers_wipe_allowed" % sid)
-    if safe_mode:
-        fix.append("set storage_tiers_safe_mode: false")
+        fix.append("add %s to %s" % (sid, run.opt("wipe_allowed")))
+    if run.safe_mode:
+        fix.append("set %s: false" % run.opt("safe_mode"))
     return head + (". Nothing was changed. To erase it and use it anyway: %s for that run "
                    "(everything on it is lost)." % " and ".join(fix))
 
 
-def _tier_config(config, tier):
-    return {
-        "devices": config.get("%s_devices" % tier, "auto"),
-        "layout": config.get("%s_layout" % tier) if tier == "hot" else config.get("cold_level"),
-        "chunk_kb": int(config.get("%s_chunk_kb" % tier, 512)),
-        "mount": config.get("%s_mount" % tier),
-        "enabled": config.get("%s_enabled" % tier, True),
-    }
+def _check_both_tiers(run):
+    """The same disk in both tiers (listed in both, or taken by auto for one and listed for the other)."""
+    def members(tier):
+        out = list(run.requested[tier])
+        out += [(d, stable_id(d)) for d, _s in run.chosen[tier] if not any(d is r for r, _q in out)]
+        return out
+    cold = members("cold")
+    for d, req in members("hot"):
+        if any(d is c for c, _q in cold):
+            run.errors.append("%s: %s is listed in both %s and %s; a disk belongs to one tier only"
+                              % (run.host, req if not is_kernel_name(req) else stable_id(d),
+                                 run.opt("hot_devices"), run.opt("cold_devices")))
+
+
+def _check_counts(run, tier, tc):
+    n = len(run.chosen[tier])
+    if not tc["enabled"] or n == 0 or run.refused[tier]:
+        return
+    layout, option = tc["layout"], tc["layout_option"]
+    ids = ", ".join(stable_id(d) for d, _s in run.chosen[tier])
+    if n > 1 and MIN_DEVICES[layout] > n:
+        run.err(option, "%s needs at least %d devices, %d given (%s)", layout, MIN_DEVICES[layout], n, ids)
+    if layout == "single" and n > 1:
+        run.err(option, "single takes exactly one disk, %d given; choose raid6, raid10, raid5 or raid1", n)
+    if tier == "cold" and n == 1 and layout != "single":
+        run.err(option, "%s needs at least %d disks, 1 given (%s); use %s: single for one disk",
+                layout, MIN_DEVICES[layout], ids, run.opt(option))
+
+
+def _dirs(run, tier, tc):
+    out = []
+    for d in tc["dirs"]:
+        rel = str(d.get("path", "")).strip("/")
+        if not rel or ".." in rel.split("/"):
+            raise StoragePlanError(["%s: %s: path %r must be relative to the mount point, without '..'"
+                                    % (run.host, run.opt("%s_dirs" % tier), d.get("path"))])
+        out.append({"path": "%s/%s" % (tc["mount"].rstrip("/"), rel), "tier": tier,
+                    "owner": d.get("owner", "root"), "group": d.get("group", "root"), "mode": str(d.get("mode", "0755"))})
+    return out
+
+
+def _assemble(run):
+    """The plan from the chosen devices, plus the flat lists the role loops over."""
+    plan = {"hot": None, "cold": None, "wipe": [], "warnings": run.warnings, "skipped": run.skipped,
+            "arrays": [], "filesystems": [], "dirs": []}
+    for tier in TIERS:
+        tc = run.tier(tier)
+        tp = plan[tier] = _plan_tier(tier, tc, run.chosen[tier], run.config)
+        wipe = [dev["path"] for dev in tp["devices"] if dev["state"] == "wipe"]
+        plan["wipe"].extend(wipe)
+        if tp["md"]:
+            plan["arrays"].append(dict(tp["md"], tier=tier, wipe=wipe))
+        for fs in tp["filesystems"]:
+            plan["filesystems"].append(dict(fs, tier=tier, wipe=fs["device"] in wipe, on_md=bool(tp["md"])))
+        if tp["enabled"] and tp["layout"] != "jbod":
+            plan["dirs"].extend(_dirs(run, tier, tc))
+        if tc["enabled"] and not run.chosen[tier]:
+            run.warnings.append("%s: no device for the %s tier (%s)" % (
+                run.host, tier, "none free" if tc["devices"] == "auto" else "empty list"))
+    return plan
 
 
 def plan_storage(disks, config):
     """Plan both tiers. Returns the plan dict; raises StoragePlanError listing every problem.
 
-    ``config`` keys: ``hot_devices``/``cold_devices`` (``'auto'`` or a list of stable ids),
-    ``hot_layout`` (raid0|raid10|jbod), ``cold_level`` (raid6|raid10|raid5|raid1|single),
-    ``hot_chunk_kb``/``cold_chunk_kb``, ``hot_mount``/``cold_mount``, ``hot_enabled``/``cold_enabled``,
-    ``wipe_allowed`` (stable ids), ``safe_mode`` (bool), ``mount_options`` (list),
-    ``device_timeout`` ('30s'), ``host`` (for messages).
+    ``disks``: :class:`blockdev.BlockDevices` entries. ``config``: the :data:`OPTIONS` (missing
+    ones take their defaults) plus ``host`` and ``var_prefix`` for messages.
     """
-    host = config.get("host") or "localhost"
-    safe_mode = bool(config.get("safe_mode", True))
-    wipe_allowed = list(config.get("wipe_allowed") or [])
-    errors, warnings = [], []
-    disks = [d for d in (disks or []) if isinstance(d, dict)]
-    if config.get("hot_layout", "raid0") not in HOT_LAYOUTS:
-        errors.append("%s: storage_tiers_hot_layout %r is not one of %s"
-                      % (host, config.get("hot_layout"), ", ".join(HOT_LAYOUTS)))
-    if config.get("cold_level", "raid6") not in COLD_LEVELS:
-        errors.append("%s: storage_tiers_cold_level %r is not one of %s"
-                      % (host, config.get("cold_level"), ", ".join(COLD_LEVELS)))
-    if errors:
-        raise StoragePlanError(errors)
-
-    # Which wipe_allowed entries name which disk (by stable id only).
-    wipe_disks = []
-    for req in wipe_allowed:
-        hits = find_disk(req, disks)
-        if is_kernel_name(req):
-            errors.append("%s: storage_tiers_wipe_allowed: %s is a kernel name that can change between "
-                          "boots; name the disk by stable id (/dev/disk/by-id/..., WWN or serial)%s"
-                          % (host, req, _suggest(hits)))
-            continue
-        wipe_disks.extend(hits)
-
-    def wipe_listed(disk):
-        return any(disk is w for w in wipe_disks)
-
-    chosen = {}
-    requested = {"hot": [], "cold": []}   # every resolved explicit device, whatever its state
-    refused = {"hot": 0, "cold": 0}
-    skipped = []
+    run = _Run(disks, config)
+    _check_layouts(run)
+    if run.errors:
+        raise StoragePlanError(run.errors)
+    _resolve_wipe_allowed(run)
     for tier in TIERS:
-        tc = _tier_config(config, tier)
-        chosen[tier] = []
-        if not tc["enabled"]:
-            continue
-        if tc["devices"] == "auto":
-            want_kind = "nvme" if tier == "hot" else "hdd"
-            for d in sorted(disks, key=stable_id):
-                if d.get("kind") != want_kind or d.get("exists") is False:
-                    continue
-                if d.get("transport") in ("usb", "virtio"):
-                    # USB disks are removable; virtio disks report rotational=1 whatever backs them.
-                    skipped.append({"device": stable_id(d), "tier": tier,
-                                    "reasons": ["%s disk, never auto-selected" % d["transport"]]})
-                    continue
-                state, reasons = classify(d, tier, tc["mount"])
-                if state in ("free", "ours"):
-                    chosen[tier].append((d, state))
-                elif state == "in_use" and wipe_listed(d) and not safe_mode:
-                    chosen[tier].append((d, "wipe"))
-                else:
-                    skipped.append({"device": stable_id(d), "tier": tier, "reasons": reasons})
-            continue
-        if isinstance(tc["devices"], str):
-            errors.append("%s: storage_tiers_%s_devices must be 'auto' or a list of stable ids, got %r"
-                          % (host, tier, tc["devices"]))
-            continue
-        seen = []
-        refused[tier] = 0
-        for req in tc["devices"]:
-            hits = find_disk(req, disks)
-            if len(hits) > 1:
-                errors.append("%s: storage_tiers_%s_devices: %s matches %d disks (%s); use the full "
-                              "/dev/disk/by-id link" % (host, tier, req, len(hits),
-                                                         ", ".join(stable_id(h) for h in hits)))
-                continue
-            if not hits or hits[0].get("exists") is False:
-                errors.append("%s: storage_tiers_%s_devices: %s does not exist on this host; check the id "
-                              "with `ls -l /dev/disk/by-id/`" % (host, tier, req))
-                continue
-            d = hits[0]
-            if is_kernel_name(req) and _has_stable_id(d):
-                errors.append("%s: storage_tiers_%s_devices: %s is a kernel name that can change between "
-                              "boots; use %s" % (host, tier, req, stable_id(d)))
-                continue
-            if not _has_stable_id(d):
-                warnings.append("%s: storage_tiers_%s_devices: %s has no stable id (no /dev/disk/by-id link, "
-                                "WWN or serial); using the path as given" % (host, tier, req))
-            if any(d is s for s in seen):
-                errors.append("%s: storage_tiers_%s_devices: %s is listed twice" % (host, tier, stable_id(d)))
-                continue
-            seen.append(d)
-            requested[tier].append(d)
-            if tier == "cold" and any(d is h for h in requested["hot"]):
-                refused[tier] += 1
-                continue   # reported once below as "listed in both"; classifying it adds only noise
-            state, reasons = classify(d, tier, tc["mount"])
-            if state in ("free", "ours"):
-                chosen[tier].append((d, state))
-            elif state == "in_use" and wipe_listed(d) and not safe_mode:
-                warnings.append("%s: %s will be erased (%s): it is in storage_tiers_wipe_allowed and safe "
-                                "mode is off" % (host, stable_id(d), "; ".join(reasons)))
-                chosen[tier].append((d, "wipe"))
-            else:
-                refused[tier] += 1
-                errors.append(_refusal(host, tier, stable_id(d), reasons, wipe_listed(d), safe_mode, state))
-
-    # The same disk in both tiers (listed in both, or taken by auto for one and listed for the other).
-    hot_all = requested["hot"] + [d for d, _s in chosen["hot"] if not any(d is r for r in requested["hot"])]
-    cold_all = requested["cold"] + [d for d, _s in chosen["cold"] if not any(d is r for r in requested["cold"])]
-    for d in hot_all:
-        if any(d is c for c in cold_all):
-            errors.append("%s: %s is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices; "
-                          "a disk belongs to one tier only" % (host, stable_id(d)))
+        tc = run.tier(tier)
+        if tc["enabled"]:
+            (_select_auto if tc["devices"] == "auto" else _select_explicit)(run, tier, tc)
+    _check_both_tiers(run)
     for tier in TIERS:
-        tc = _tier_config(config, tier)
-        n = len(chosen[tier])
-        if not tc["enabled"] or n == 0 or refused[tier]:
-            continue
-        layout = tc["layout"]
-        if n > 1 and MIN_DEVICES.get(layout, 1) > n:
-            errors.append("%s: storage_tiers_%s %s needs at least %d devices, %d given (%s)"
-                          % (host, "hot_layout" if tier == "hot" else "cold_level", layout,
-                             MIN_DEVICES[layout], n, ", ".join(stable_id(d) for d, _s in chosen[tier])))
-        if tier == "cold" and layout == "single" and n > 1:
-            errors.append("%s: storage_tiers_cold_level single takes exactly one disk, %d given; choose "
-                          "raid6, raid10, raid5 or raid1" % (host, n))
-        if tier == "cold" and n == 1 and layout not in ("single",):
-            errors.append("%s: storage_tiers_cold_level %s needs at least %d disks, 1 given (%s); use "
-                          "storage_tiers_cold_level: single for one disk"
-                          % (host, layout, MIN_DEVICES[layout], stable_id(chosen[tier][0][0])))
-    if errors:
-        raise StoragePlanError(errors)
-
-    plan = {"hot": None, "cold": None, "wipe": [], "warnings": warnings, "skipped": skipped,
-            "arrays": [], "filesystems": [], "dirs": []}
-    for tier in TIERS:
-        tc = _tier_config(config, tier)
-        plan[tier] = _plan_tier(tier, tc, chosen[tier], config)
-        plan["wipe"].extend(dev["path"] for dev in plan[tier]["devices"] if dev["state"] == "wipe")
-        # Flat lists the role loops over (roles hold no logic, Jinja builds no structures).
-        if plan[tier]["md"]:
-            plan["arrays"].append(dict(plan[tier]["md"], tier=tier, wipe=[
-                dev["path"] for dev in plan[tier]["devices"] if dev["state"] == "wipe"]))
-        for fs in plan[tier]["filesystems"]:
-            plan["filesystems"].append(dict(fs, tier=tier, wipe=fs["device"] in plan["wipe"],
-                                            on_md=bool(plan[tier]["md"])))
-        if plan[tier]["enabled"] and plan[tier]["layout"] != "jbod":
-            for d in config.get("%s_dirs" % tier) or []:
-                rel = str(d.get("path", "")).strip("/")
-                if not rel or ".." in rel.split("/"):
-                    raise StoragePlanError(["%s: storage_tiers_%s_dirs: path %r must be relative to the mount "
-                                            "point, without '..'" % (host, tier, d.get("path"))])
-                plan["dirs"].append({"path": "%s/%s" % (tc["mount"].rstrip("/"), rel), "tier": tier,
-                                     "owner": d.get("owner", "root"), "group": d.get("group", "root"),
-                                     "mode": str(d.get("mode", "0755"))})
-        if not chosen[tier] and tc["enabled"]:
-            warnings.append("%s: no device for the %s tier (%s)" % (
-                host, tier, "none free" if tc["devices"] == "auto" else "empty list"))
-    return plan
+        _check_counts(run, tier, run.tier(tier))
+    if run.errors:
+        raise StoragePlanError(run.errors)
+    return _assemble(run)
 
 
 def _suggest(hits):
@@ -417,35 +504,32 @@ def _suggest(hits):
 
 
 def _plan_tier(tier, tc, chosen, config):
-    timeout = config.get("device_timeout", "30s")
-    opts = mount_options(config.get("mount_options") or ["noatime"], timeout)
+    opts = mount_options(config["mount_options"] or ["noatime"], config["device_timeout"])
     devices = [{"id": stable_id(d), "path": d.get("path") or "/dev/%s" % d["name"], "name": d.get("name"),
                 "state": state} for d, state in chosen]
-    out = {"tier": tier, "enabled": bool(tc["enabled"]) and bool(devices), "mount": tc["mount"],
+    out = {"tier": tier, "enabled": tc["enabled"] and bool(devices), "mount": tc["mount"],
            "devices": devices, "md": None, "filesystems": []}
     layout = tc["layout"]
     out["layout"] = layout if len(devices) > 1 else "single"
     if not devices:
         return out
     if len(devices) == 1:
-        out["filesystems"].append({"device": devices[0]["path"], "label": fs_label(tier),
-                                   "mkfs_opts": mkfs_options(fs_label(tier), None), "mount": tc["mount"],
-                                   "mount_opts": opts, "alignment": None})
+        out["filesystems"].append(_fs(devices[0]["path"], fs_label(tier), None, tc["mount"], opts))
         return out
     if layout == "jbod":
         for i, dev in enumerate(devices):
-            label = fs_label(tier, i)
-            out["filesystems"].append({"device": dev["path"], "label": label,
-                                       "mkfs_opts": mkfs_options(label, None),
-                                       "mount": "%s/%d" % (tc["mount"].rstrip("/"), i),
-                                       "mount_opts": opts, "alignment": None})
+            out["filesystems"].append(_fs(dev["path"], fs_label(tier, i), None,
+                                          "%s/%d" % (tc["mount"].rstrip("/"), i), opts))
         return out
     name = array_name(tier)
     align = xfs_alignment(layout, len(devices), tc["chunk_kb"])
     out["md"] = {"name": name, "device": "/dev/md/%s" % name, "level": MD_LEVELS[layout],
                  "chunk_kb": tc["chunk_kb"] if layout != "raid1" else None,
                  "devices": [dev["path"] for dev in devices]}
-    out["filesystems"].append({"device": out["md"]["device"], "label": fs_label(tier),
-                               "mkfs_opts": mkfs_options(fs_label(tier), align), "mount": tc["mount"],
-                               "mount_opts": opts, "alignment": align})
+    out["filesystems"].append(_fs(out["md"]["device"], fs_label(tier), align, tc["mount"], opts))
     return out
+
+
+def _fs(device, label, align, mount, opts):
+    return {"device": device, "label": label, "mkfs_opts": mkfs_options(label, align), "mount": mount,
+            "mount_opts": opts, "alignment": align}

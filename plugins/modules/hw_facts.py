@@ -14,7 +14,7 @@ version_added: "0.1.0"
 description:
   - Reads CPU topology, NUMA nodes, memory, NVIDIA GPUs (from PCI sysfs, even without the driver),
     disks and host details in one pass over sysfs and procfs, and returns them as a C(dlrack_hw)
-    document with C(source=gathered) (the contract in the collection's DESIGN.md).
+    document with C(source=gathered) (the contract in the collection's docs/dlrack_hw.md).
   - Runs at most one C(nvidia-smi -q -x) (when nvidia-smi is found) to add GPU UUID, model, memory
     and ECC mode; C(dmidecode -t memory) (as root) for the memory ECC type; and C(blkid -p) per disk
     and partition (as root) for signatures.
@@ -27,10 +27,10 @@ description:
     garbage in sysfs or procfs; those fields are null and anything that was tried and failed is
     listed in C(dlrack_hw.errors), including files that exist but cannot be read (permission
     denied), garbled values (a cpulist, a number in C(/proc/cpuinfo)) and cpulists naming CPU ids
-    above 65535. One odd GPU never drops the others.
+    above 16383 (cpulist.MAX_CPUS - 1). One odd GPU never drops the others.
   - Read-only. Never reports a change.
 author:
-  - dlrack.node contributors
+  - dlrack.node contributors (@dlrack)
 options:
   root:
     description:
@@ -65,8 +65,14 @@ attributes:
     description: The module only reads; it runs the same in check mode.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to diff.
   facts:
     support: full
+    description: Returns C(dlrack_hw_gathered) in C(ansible_facts).
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts (reads sysfs and procfs).
 notes:
   - The facts are returned as C(dlrack_hw_gathered), not C(dlrack_hw), so that they never override
     what an inventory declares under C(dlrack_hw).
@@ -96,7 +102,7 @@ EXAMPLES = r"""
 RETURN = r"""
 dlrack_hw:
   description:
-    - The gathered hardware description, as in DESIGN.md (C(schema=1), C(source=gathered)).
+    - The gathered hardware description, as in docs/dlrack_hw.md (C(schema=1), C(source=gathered)).
     - Unknown values are null. Keys beyond the contract are listed below.
   returned: always
   type: dict

@@ -10,6 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: md_array
 short_description: Create or assemble a Linux md RAID array, safely and idempotently
+version_added: "0.1.0"
 description:
   - Decides first, acts only outside check mode, runs C(mdadm) with argument lists only.
   - If an array with this I(name) is running with the requested members and level, nothing is done.
@@ -17,8 +18,10 @@ description:
     running, it is assembled (an interrupted run is completed, never re-created).
   - Otherwise the array is created with C(--assume-clean) (no initial resync; every member must be
     blank, so parity over zeros is already consistent).
-  - A member with any other signature (filesystem, partition table, a foreign md superblock), with
-    holders or mounted, is refused unless listed in I(allow_signatures).
+  - A member with any other signature (filesystem, partition table, a foreign md superblock) or
+    with holders is refused unless listed in I(allow_signatures). A member on the system disk, or
+    mounted other than through this array, is always refused. Holders and mounts are read with the
+    collection's block-device reader (C(module_utils/blockdev.py)), the same rules as the planner.
   - In check mode the module reports the action and the exact command it would run.
 options:
   name:
@@ -48,7 +51,18 @@ options:
     type: list
     elements: path
     default: []
-author: dlrack.node contributors
+attributes:
+  check_mode:
+    support: full
+    description: Decides without changing anything and returns the action and the exact mdadm command it would run.
+  diff_mode:
+    support: none
+    description: The result names the action and the command; there is no before/after text to diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts with mdadm.
+author: dlrack.node contributors (@dlrack)
 """
 
 EXAMPLES = r"""
@@ -95,10 +109,13 @@ members:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices, listdir
 from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
 
+ROOT = "/"   # where the block-device reader looks (tests point it at a captured tree)
 LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}
 
 
@@ -115,15 +132,19 @@ def detail_members(detail):
     return sorted(v for k, v in detail.items() if k.startswith("MD_DEVICE_") and k.endswith("_DEV"))
 
 
-def decide(name, level, members, running, examined, signatures, holders, allow, chunk_kb, metadata):
+def decide(name, level, members, running, examined, signatures, holders, allow, chunk_kb, metadata, usage=None):
     """Pure decision. Returns ``(action, argv, info)``; raises MdError with a message to refuse.
 
     running:    {md_dev: detail dict} of active arrays (mdadm --detail --export)
     examined:   {member: examine dict} (mdadm --examine --export; {} when no superblock)
     signatures: {member: blkid -p export dict}
     holders:    {member: [holder names]}
+    usage:      {member: blockdev ``in_use`` dict} (mounts through partitions/holders, system disk);
+                a member on the system disk, or mounted other than through this array, is refused
+                whatever ``allow`` says.
     """
     want = sorted(members)
+    _refuse_untouchable(name, want, usage or {}, running)
     device = "/dev/md/%s" % name
     for md_dev, det in sorted(running.items()):
         if not name_matches(det.get("MD_NAME"), name):
@@ -138,7 +159,7 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
             if extra or not have or len(missing) == len(want):
                 raise MdError("array %s (%s) is running with members %s, wanted %s; not changing an existing "
                               "array (grow or replace members by hand)" % (device, md_dev, ", ".join(have),
-                                                                          ", ".join(want)))
+                                                                           ", ".join(want)))
             return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID"),
                                 "warning": "array %s is degraded: %s missing" % (device, ", ".join(missing))}
         return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID")}
@@ -173,7 +194,7 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
             problems.append("%s has a %s partition table" % (m, s["PTTYPE"]))
         elif s.get("TYPE"):
             problems.append("%s carries a %s signature%s" % (m, s["TYPE"], " (label %s)" % s["LABEL"]
-                                                               if s.get("LABEL") else ""))
+                                                             if s.get("LABEL") else ""))
     if problems:
         raise MdError("refusing to create %s: %s. Nothing was changed." % (device, "; ".join(problems)))
     argv = ["mdadm", "--create", device, "--run", "--assume-clean", "--metadata=%s" % metadata,
@@ -181,6 +202,22 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
     if level != 1:
         argv.append("--chunk=%d" % chunk_kb)
     return "create", argv + want, {}
+
+
+def _refuse_untouchable(name, want, usage, running):
+    ours = set()
+    for md_dev, det in running.items():
+        if name_matches(det.get("MD_NAME"), name):
+            ours.add(md_dev.rsplit("/", 1)[-1])
+    problems = []
+    for m in want:
+        use = usage.get(m) or {}
+        if use.get("system"):
+            problems.append("%s is the system disk (%s)" % (m, ", ".join(use.get("mounted") or ["/"])))
+        elif use.get("mounted") and not (set(use.get("holders") or []) & ours):
+            problems.append("%s is mounted at %s" % (m, ", ".join(use["mounted"])))
+    if problems:
+        raise MdError("refusing to touch /dev/md/%s: %s. Nothing was changed." % (name, "; ".join(problems)))
 
 
 class Runner:
@@ -193,12 +230,10 @@ class Runner:
             raise MdError("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
         return rc, out, err
 
-    def running_arrays(self):
+    def running_arrays(self, reader):
         arrays = {}
-        if not os.path.isdir("/sys/block"):
-            return arrays
-        for dev in sorted(os.listdir("/sys/block")):
-            if not dev.startswith("md"):
+        for dev in listdir(reader.block):
+            if not re.match(r"^md\d+$", dev):
                 continue
             rc, out, _err = self.run(["mdadm", "--detail", "--export", "/dev/" + dev])
             if rc == 0:
@@ -210,14 +245,15 @@ class Runner:
         return parse_export(out) if rc == 0 else {}
 
     def blkid(self, dev):
-        rc, out, _err = self.run(["blkid", "-p", "-o", "export", dev])
-        return parse_export(out) if rc == 0 else {}
-
-
-def holders_of(dev):
-    name = os.path.basename(os.path.realpath(dev))
-    path = "/sys/class/block/%s/holders" % name
-    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+        """blkid -p of a member; {} only for "nothing found" (exit 2, silent). Exit 2 with an error
+        ("Operation not permitted") or any other failure refuses: unknown is not blank."""
+        rc, out, err = self.run(["blkid", "-p", "-o", "export", dev])
+        if rc == 0:
+            return parse_export(out)
+        if rc == 2 and not (err or "").strip():
+            return {}
+        raise MdError("blkid -p %s failed (rc=%d): %s; cannot tell whether it is blank. Nothing was changed."
+                      % (dev, rc, (err or out or "").strip()[:200]))
 
 
 def conf_line(device, uuid, name, metadata):
@@ -257,12 +293,14 @@ def main():
     result["members"] = members
     allow = set(os.path.realpath(a) for a in p["allow_signatures"])
     try:
-        running = runner.running_arrays()
+        reader = BlockDevices(ROOT)
+        running = runner.running_arrays(reader)
         examined = dict((m, runner.examine(m)) for m in members)
         signatures = dict((m, runner.blkid(m)) for m in members)
-        holders = dict((m, holders_of(m)) for m in members)
+        usage = dict((m, reader.usage(os.path.basename(m))) for m in members)
+        holders = dict((m, sorted(usage[m]["holders"])) for m in members)
         action, argv, info = decide(name, p["level"], members, running, examined, signatures, holders, allow,
-                                    p["chunk_kb"], p["metadata"])
+                                    p["chunk_kb"], p["metadata"], usage=usage)
     except MdError as e:
         module.fail_json(msg="md_array %s: %s" % (name, e), **result)
     result.update(action=action, argv=argv, md_device=info.get("md_device"), uuid=info.get("uuid"))

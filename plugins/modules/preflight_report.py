@@ -15,7 +15,7 @@ version_added: 0.1.0
 description:
   - Runs once on the controller (use it with C(run_once=true)) over all hosts of the play. For each host it
     takes the gathered facts C(dlrack_hw_gathered) (from M(dlrack.node.hw_facts) or a fact cache)
-    or else the inventory declaration C(dlrack_hw), applies the rules of DESIGN.md with the host's
+    or else the inventory declaration C(dlrack_hw), applies the rules of docs/dlrack_hw.md with the host's
     C(dlrack_profile), C(dlrack_thresholds), C(dlrack_severity), C(dlrack_workload) and
     C(dlrack_external_archive), and compares gathered facts with a declaration when both exist.
   - Writes C(report.json), C(report.xml) (JUnit) and C(report.html) into O(report_dir).
@@ -76,10 +76,11 @@ attributes:
     description: Reads variables and writes reports on the controller; never changes a host.
   action:
     support: full
+    description: Runs on the controller as an action plugin (plugins/action/preflight_report.py).
   connection:
     support: none
     description: Never connects to the hosts it validates.
-author: dlrack.node contributors
+author: dlrack.node contributors (@dlrack)
 """
 
 RETURN = r"""

@@ -13,7 +13,8 @@ Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DES
 
 ``plan_gpu_affinity(hw, ...)`` returns only the ``gpus`` list.
 
-Guarantees (tests/unit/plugins/module_utils/test_affinity.py):
+Guarantees (tests/unit/plugins/plugin_utils/test_affinity.py; option and input validation:
+tests/unit/plugins/filter/test_gpu_affinity.py):
 
 - a GPU gets CPUs of its own NUMA node; when the node is unknown (``numa_node`` -1 or null on a
   multi-node host) or has no CPUs (POWER9 GPU-memory nodes), it is placed on the node, among
@@ -32,7 +33,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+import re
+
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+    MAX_CPUS,
     CpuListError,
     format_cpulist,
     parse_cpulist,
@@ -63,22 +70,52 @@ class AffinityCapacityError(AffinityError):
             % (pool, cores, reserved, len(gpus), ",".join(str(g) for g in gpus)))
 
 
+MAX_CPU_ID = MAX_CPUS - 1   # cpulist's one bound (above any kernel's NR_CPUS)
+_INTEGER = re.compile(r"^-?[0-9]{1,18}$")
+_CPULIST_NUMBER = re.compile(r"[0-9]+")
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _cpus(value, field):
+    """A cpulist field, parsed; ids above MAX_CPU_ID refused (before expanding a range of them)."""
+    if isinstance(value, str):
+        big = [n for n in _CPULIST_NUMBER.findall(value) if len(n) > 5]
+        if big:
+            raise AffinityError("%s: cpu id %s is above %d, the most any kernel supports"
+                                % (field, big[0][:20], MAX_CPU_ID))
     try:
-        return parse_cpulist(value)
+        cpus = parse_cpulist(value)
     except CpuListError as exc:
         raise AffinityError("%s: %s" % (field, exc))
+    if cpus and cpus[-1] > MAX_CPU_ID:
+        raise AffinityError("%s: cpu id %d is above %d, the most any kernel supports"
+                            % (field, cpus[-1], MAX_CPU_ID))
+    return cpus
 
 
 def _int_or_none(value, field):
+    """An integer field of the document: int, integral float or ASCII digits; None/'' = unknown."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise AffinityError("%s: expected an integer, got %r" % (field, value))
-    try:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
         return int(value)
-    except (TypeError, ValueError):
-        raise AffinityError("%s: expected an integer, got %r" % (field, value))
+    if isinstance(value, str) and _INTEGER.match(value.strip()):
+        return int(value.strip())
+    raise AffinityError("%s: expected an integer, got %s" % (field, _shown(value)))
+
+
+def _list_or_empty(value, field):
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise AffinityError("%s: expected a list, got %s" % (field, type(value).__name__))
+    return value
 
 
 class Topology:
@@ -89,78 +126,91 @@ class Topology:
         cpu = (hw or {}).get("cpu") or {}
         if not isinstance(cpu, dict):
             raise AffinityError("cpu: expected a mapping")
-        self.nodes = {}                   # node id -> sorted cpu ids (CPU-less nodes: [])
-        for i, node in enumerate(cpu.get("numa_nodes") or []):
-            if not isinstance(node, dict) or node.get("id") is None:
-                raise AffinityError("cpu.numa_nodes[%d]: expected {id, cpus}" % i)
-            nid = _int_or_none(node.get("id"), "cpu.numa_nodes[%d].id" % i)
-            if nid in self.nodes:
-                raise AffinityError("cpu.numa_nodes[%d].id: node %d listed twice" % (i, nid))
-            self.nodes[nid] = _cpus(node.get("cpus"), "cpu.numa_nodes[%d].cpus" % i)
-        seen = {}
-        for nid in sorted(self.nodes):
-            for c in self.nodes[nid]:
-                if c in seen:
-                    raise AffinityError("cpu.numa_nodes: cpu %d is in node %d and node %d"
-                                        % (c, seen[c], nid))
-                seen[c] = nid
-        self.node_of = seen
-
-        core_lists = cpu.get("core_cpus")
+        core_lists = _list_or_empty(cpu.get("core_cpus"), "cpu.core_cpus")
+        self.nodes = self._read_nodes(cpu)   # node id -> sorted cpu ids (CPU-less nodes: [])
         if not self.nodes:
             # A declared host may give only counts: one node, CPUs 0..threads-1.
-            if core_lists:
-                allc = sorted(set(c for i, cl in enumerate(core_lists)
-                                  for c in _cpus(cl, "cpu.core_cpus[%d]" % i)))
-            else:
-                threads = _int_or_none(cpu.get("threads"), "cpu.threads")
-                if not threads:
-                    raise AffinityError("cpu.numa_nodes (or cpu.threads) is needed to plan "
-                                        "GPU affinity: declare the host's CPUs")
-                allc = list(range(threads))
-            self.nodes = {0: allc}
-            self.node_of = dict((c, 0) for c in allc)
+            self.nodes = {0: self._cpus_from_counts(cpu, core_lists)}
             self.warnings.append("cpu.numa_nodes absent: all CPUs treated as one NUMA node 0")
+        self.node_of = dict((c, nid) for nid, cpus in self.nodes.items() for c in cpus)
         self.all_cpus = sorted(self.node_of)
-
-        # Physical cores: tuple of sibling CPU ids, keyed by its lowest CPU id.
-        self.core_of = {}
-        self.cores = {}
-        if core_lists:
-            for i, cl in enumerate(core_lists):
-                sib = tuple(_cpus(cl, "cpu.core_cpus[%d]" % i))
-                sib = tuple(c for c in sib if c in self.node_of)
-                if not sib:
-                    continue
-                if len(set(self.node_of[c] for c in sib)) != 1:
-                    raise AffinityError("cpu.core_cpus[%d]: siblings %s span NUMA nodes"
-                                        % (i, cl))
-                for c in sib:
-                    if c in self.core_of and self.core_of[c] != sib[0]:
-                        raise AffinityError("cpu.core_cpus[%d]: cpu %d is in two cores" % (i, c))
-                    self.core_of[c] = sib[0]
-                self.cores[sib[0]] = sib
-            missing = [c for c in self.all_cpus if c not in self.core_of]
-            if missing:
-                self.warnings.append("cpu.core_cpus does not list CPUs %s: each treated as "
-                                     "its own core" % format_cpulist(missing))
-        else:
-            missing = self.all_cpus
-            if missing:
-                self.warnings.append("cpu.core_cpus absent (declared host?): SMT siblings "
-                                     "unknown, each CPU treated as its own physical core")
-        for c in missing:
-            self.core_of[c] = c
-            self.cores[c] = (c,)
-
+        self.core_of, self.cores = self._read_cores(core_lists)
         self.node_cores = {}
         for key in sorted(self.cores):
             self.node_cores.setdefault(self.node_of[key], []).append(key)
         self.sockets = self._sockets(cpu, socket_cpus)
 
+    @staticmethod
+    def _read_nodes(cpu):
+        nodes, seen = {}, {}
+        for i, node in enumerate(_list_or_empty(cpu.get("numa_nodes"), "cpu.numa_nodes")):
+            if not isinstance(node, dict) or node.get("id") is None:
+                raise AffinityError("cpu.numa_nodes[%d]: expected {id, cpus}" % i)
+            nid = _int_or_none(node.get("id"), "cpu.numa_nodes[%d].id" % i)
+            if nid is None or nid < 0:
+                raise AffinityError("cpu.numa_nodes[%d].id: expected a node id >= 0, got %r"
+                                    % (i, node.get("id")))
+            if nid in nodes:
+                raise AffinityError("cpu.numa_nodes[%d].id: node %d listed twice" % (i, nid))
+            nodes[nid] = _cpus(node.get("cpus"), "cpu.numa_nodes[%d].cpus" % i)
+        for nid in sorted(nodes):
+            for c in nodes[nid]:
+                if c in seen:
+                    raise AffinityError("cpu.numa_nodes: cpu %d is in node %d and node %d"
+                                        % (c, seen[c], nid))
+                seen[c] = nid
+        if nodes and not seen:
+            raise AffinityError("cpu.numa_nodes: no node lists any CPU (every cpus is empty); "
+                                "give each node's cpulist, e.g. cpus: '0-15'")
+        return nodes
+
+    @staticmethod
+    def _cpus_from_counts(cpu, core_lists):
+        if core_lists:
+            allc = sorted(set(c for i, cl in enumerate(core_lists)
+                              for c in _cpus(cl, "cpu.core_cpus[%d]" % i)))
+            if not allc:
+                raise AffinityError("cpu.core_cpus lists no CPU and cpu.numa_nodes is absent: "
+                                    "declare the host's CPUs")
+            return allc
+        threads = _int_or_none(cpu.get("threads"), "cpu.threads")
+        if threads is None:
+            raise AffinityError("cpu.numa_nodes (or cpu.threads) is needed to plan "
+                                "GPU affinity: declare the host's CPUs")
+        if not 1 <= threads <= MAX_CPU_ID + 1:
+            raise AffinityError("cpu.threads: expected 1 to %d, got %d" % (MAX_CPU_ID + 1, threads))
+        return list(range(threads))
+
+    def _read_cores(self, core_lists):
+        """Physical cores: {cpu: core key}, {core key: sibling tuple}; key = lowest CPU id."""
+        core_of, cores = {}, {}
+        for i, cl in enumerate(core_lists):
+            sib = tuple(c for c in _cpus(cl, "cpu.core_cpus[%d]" % i) if c in self.node_of)
+            if not sib:
+                continue
+            if len(set(self.node_of[c] for c in sib)) != 1:
+                raise AffinityError("cpu.core_cpus[%d]: siblings %s span NUMA nodes" % (i, cl))
+            for c in sib:
+                if c in core_of and core_of[c] != sib[0]:
+                    raise AffinityError("cpu.core_cpus[%d]: cpu %d is in two cores" % (i, c))
+                core_of[c] = sib[0]
+            cores[sib[0]] = sib
+        missing = [c for c in self.all_cpus if c not in core_of]
+        if missing and core_lists:
+            self.warnings.append("cpu.core_cpus does not list CPUs %s: each treated as "
+                                 "its own core" % format_cpulist(missing))
+        elif missing:
+            self.warnings.append("cpu.core_cpus absent (declared host?): SMT siblings "
+                                 "unknown, each CPU treated as its own physical core")
+        for c in missing:
+            core_of[c] = c
+            cores[c] = (c,)
+        return core_of, cores
+
     def _sockets(self, cpu, socket_cpus):
         """List of sorted core-key lists, one per socket, or None when membership is unknown."""
-        explicit = socket_cpus if socket_cpus is not None else cpu.get("socket_cpus")
+        explicit = _list_or_empty(socket_cpus if socket_cpus is not None else cpu.get("socket_cpus"),
+                                  "socket_cpus")
         if explicit:
             groups = [set(_cpus(s, "socket_cpus[%d]" % i)) for i, s in enumerate(explicit)]
             out = []
@@ -168,6 +218,8 @@ class Topology:
                 out.append(sorted(k for k in self.cores if k in g))
             return out
         n_sockets = _int_or_none(cpu.get("sockets"), "cpu.sockets")
+        if n_sockets is not None and n_sockets < 1:
+            raise AffinityError("cpu.sockets: expected a count >= 1, got %d" % n_sockets)
         cpu_nodes = [n for n in sorted(self.nodes) if self.node_cores.get(n)]
         if n_sockets is not None and n_sockets <= 1:
             return [sorted(self.cores)]
@@ -192,12 +244,6 @@ class Topology:
                              % (len(cpu_nodes), n_sockets))
         return None
 
-    def socket_index_of(self, core_key):
-        for i, s in enumerate(self.sockets or []):
-            if core_key in s:
-                return i
-        return None
-
     def cpus_of(self, core_keys, include_smt=True):
         out = []
         for k in core_keys:
@@ -217,138 +263,146 @@ class Topology:
         if self.sockets:
             order = [k for s in sorted(self.sockets, key=lambda s: s[0] if s else -1)
                      for k in s]
-            rest = sorted(k for k in self.cores if k not in set(order))
-            order += rest
+            placed = set(order)
+            order += sorted(k for k in self.cores if k not in placed)
         else:
             order = sorted(self.cores)
         return dict((k, i) for i, k in enumerate(order))
 
 
-def _gpu_field(gpu, i, name):
-    return gpu.get(name) if isinstance(gpu, dict) else None
+def bool_option(name, value):
+    """A real boolean, or what Ansible's boolean() takes: "false", "no", "off", "0", 0, ..."""
+    if isinstance(value, bool):
+        return value
+    key = value.strip().lower() if isinstance(value, str) else value
+    if isinstance(key, (str, int, float)):
+        if key in BOOLEANS_TRUE:
+            return True
+        if key in BOOLEANS_FALSE:
+            return False
+    raise AffinityError("option %s: expected true or false, got %s (%s)"
+                        % (name, _shown(value), type(value).__name__))
 
 
-def _validate_options(reserved, include_smt, policy, max_cores):
-    if policy not in POLICIES:
-        raise AffinityError("policy: %r is not one of %s" % (policy, ", ".join(POLICIES)))
-    if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
-        raise AffinityError("reserved_cores_per_socket: expected an integer >= 0, got %r"
-                            % (reserved,))
-    if isinstance(max_cores, bool) or not isinstance(max_cores, int) or max_cores < 0:
-        raise AffinityError("max_cores_per_gpu: expected an integer >= 0 (0 = no limit), got %r"
-                            % (max_cores,))
-    if not isinstance(include_smt, bool):
-        raise AffinityError("include_smt: expected true or false, got %r" % (include_smt,))
+def _count_option(name, value, meaning):
+    """A whole number >= 0: int, integral float, or a string of ASCII digits (-e key=2)."""
+    count = value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        count = int(value)
+    elif isinstance(value, str) and _INTEGER.match(value.strip()):
+        count = int(value.strip())
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_CPU_ID:
+        raise AffinityError("option %s: expected a whole number from 0 to %d (%s), got %s (%s)"
+                            % (name, MAX_CPU_ID, meaning, _shown(value), type(value).__name__))
+    return count
 
 
-def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
-                             policy="numa_local", max_cores_per_gpu=0, socket_cpus=None):
-    """Plan per-GPU CPU sets; return the full report (see module docstring)."""
-    _validate_options(reserved_cores_per_socket, include_smt, policy, max_cores_per_gpu)
-    if not isinstance(hw, dict):
-        raise AffinityError("dlrack_hw: expected a mapping, got %s" % type(hw).__name__)
-    gpus_in = hw.get("gpus") or []
-    if not isinstance(gpus_in, list):
-        raise AffinityError("gpus: expected a list")
-    report = {
-        "schema": SCHEMA,
+def validate_options(reserved_cores_per_socket, include_smt, policy, max_cores_per_gpu):
+    """The planner's options, normalised; AffinityError naming the option and what it takes."""
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise AffinityError("option policy: %r is not one of %s" % (policy, ", ".join(POLICIES)))
+    return {
+        "reserved_cores_per_socket": _count_option(
+            "reserved_cores_per_socket", reserved_cores_per_socket,
+            "physical cores per socket left to the OS"),
+        "include_smt": bool_option("include_smt", include_smt),
         "policy": policy,
-        "options": {
-            "reserved_cores_per_socket": reserved_cores_per_socket,
-            "include_smt": include_smt,
-            "max_cores_per_gpu": max_cores_per_gpu,
-        },
-        "gpus": [],
-        "reserved_cpus": "",
-        "warnings": [],
+        "max_cores_per_gpu": _count_option(
+            "max_cores_per_gpu", max_cores_per_gpu, "physical cores per GPU at most, 0 = no limit"),
     }
-    if not gpus_in:
-        return report
-    topo = Topology(hw, socket_cpus=socket_cpus)
-    warnings = report["warnings"]
-    warnings.extend(topo.warnings)
 
-    # 1. Reserved cores: the lowest N cores (by lowest CPU id) of each socket, or of each node.
-    reserved = set()
-    if reserved_cores_per_socket:
-        groups = topo.sockets if topo.sockets is not None else [
-            topo.node_cores[n] for n in sorted(topo.node_cores)]
-        for g in groups:
-            reserved.update(sorted(g)[:reserved_cores_per_socket])
-    report["reserved_cpus"] = format_cpulist(topo.cpus_of(sorted(reserved)))
 
-    # 2. Each GPU's pool: (label, frozenset of core keys, fallback).
+def _gpu_entries(hw):
+    """[(index, position, gpu dict)] in index order; indexes unique."""
+    gpus_in = _list_or_empty(hw.get("gpus"), "gpus")
     gpus = []
     for i, g in enumerate(gpus_in):
         if not isinstance(g, dict):
             raise AffinityError("gpus[%d]: expected a mapping" % i)
         idx = _int_or_none(g.get("index"), "gpus[%d].index" % i)
         gpus.append((idx if idx is not None else i, i, g))
-    gpus.sort(key=lambda t: (t[0], t[1]))
-    if len(set(t[0] for t in gpus)) != len(gpus):
-        raise AffinityError("gpus: index values are not unique")
+    gpus.sort(key=lambda t: t[0])          # stable: equal indexes keep their order
+    for (a, _, _), (b, i, _) in zip(gpus, gpus[1:]):
+        if a == b:
+            raise AffinityError("gpus[%d].index: GPU index %d is not unique" % (i, b))
+    return gpus
 
-    cpu_nodes = [n for n in sorted(topo.node_cores)]
-    # Units are what GPUs share: NUMA nodes, or sockets under policy "socket". Units are
-    # disjoint, so every GPU's set is too.
-    units = []            # [label, sorted core keys]
+
+def _reserved_cores(topo, per_socket):
+    """The lowest ``per_socket`` cores (by lowest CPU id) of each socket, or of each node."""
+    groups = topo.sockets if topo.sockets is not None else [
+        topo.node_cores[n] for n in sorted(topo.node_cores)]
+    reserved = set()
+    for g in groups:
+        reserved.update(sorted(g)[:per_socket])
+    return reserved
+
+
+def _units(topo, policy, warnings):
+    """What GPUs share: [label, sorted core keys] per NUMA node, or per socket under policy
+    "socket". Units are disjoint, so every GPU's set is too."""
     if policy == "socket" and topo.sockets is not None:
-        for s_i, s in enumerate(topo.sockets):
-            if s:
-                units.append(["socket %d" % s_i, sorted(s)])
+        return [["socket %d" % s_i, sorted(s)] for s_i, s in enumerate(topo.sockets) if s]
+    if policy == "socket":
+        warnings.append("policy socket but socket membership unknown: splitting NUMA "
+                        "nodes instead")
+    return [["NUMA node %d" % n, list(topo.node_cores[n])] for n in sorted(topo.node_cores)]
+
+
+def _fallback(topo, local, node):
+    """Candidate cores of a GPU without a usable node: (keys, label, fallback, why)."""
+    n_nodes = len(topo.node_cores)
+    if node is not None and node >= 0:
+        why = ("numa_node %d has no CPUs" % node if node in topo.nodes
+               else "numa_node %d is not in cpu.numa_nodes" % node)
     else:
-        if policy == "socket":
-            warnings.append("policy socket but socket membership unknown: splitting NUMA "
-                            "nodes instead")
-        for n in cpu_nodes:
-            units.append(["NUMA node %d" % n, list(topo.node_cores[n])])
-    unit_of_core = {}
-    for u_i, (_, keys) in enumerate(units):
-        for k in keys:
-            unit_of_core[k] = u_i
+        why = "numa_node is %s on a host with %d NUMA nodes" % (
+            "null" if node is None else node, n_nodes)
+    if local and len(local) < len(topo.all_cpus):
+        keys = set(topo.core_of[c] for c in local)
+        label, fallback = "local_cpus %s" % format_cpulist(local), "local_cpus"
+        for s_i, s in enumerate(topo.sockets or []):
+            if keys == set(s):
+                label, fallback = "socket %d" % s_i, "socket"
+        return keys, label, fallback, why
+    why += " and local_cpus %s" % ("cover every CPU" if local else "are unknown")
+    return set(topo.cores), "all CPUs", "all", why
+
+
+def _place(topo, units, gpus, reserved, warnings):
+    """{unit index: [(index, position, gpu, numa_node, fallback)]}.
+
+    A GPU goes to the unit of its NUMA node; on a one-node host an unknown node is that node.
+    A GPU without a usable node joins, within its candidate CPUs, the unit with the most usable
+    cores per GPU (ties: lowest CPU id), after the node-local GPUs are placed.
+    """
+    unit_of_core = dict((k, u_i) for u_i, (_, keys) in enumerate(units) for k in keys)
     members = dict((u_i, []) for u_i in range(len(units)))
     usable = dict((u_i, len([k for k in keys if k not in reserved]))
                   for u_i, (_, keys) in enumerate(units))
     deferred = []
     for idx, i, g in gpus:
-        field = "gpus[%d]" % i
-        node = _int_or_none(g.get("numa_node"), field + ".numa_node")
-        local = [c for c in _cpus(g.get("local_cpus"), field + ".local_cpus") if c in topo.node_of]
-        if node is not None and node >= 0 and topo.node_cores.get(node):
-            members[unit_of_core[topo.node_cores[node][0]]].append((idx, i, g, node, None))
-            continue
-        if (node is None or node < 0) and len(cpu_nodes) == 1:
-            members[unit_of_core[topo.node_cores[cpu_nodes[0]][0]]].append(
-                (idx, i, g, node, None))
-            continue
-        if node is not None and node >= 0:
-            why = ("numa_node %d has no CPUs" % node if node in topo.nodes
-                   else "numa_node %d is not in cpu.numa_nodes" % node)
+        node = _int_or_none(g.get("numa_node"), "gpus[%d].numa_node" % i)
+        local = [c for c in _cpus(g.get("local_cpus"), "gpus[%d].local_cpus" % i) if c in topo.node_of]
+        home = node if node is not None and node >= 0 else None
+        if home is None and len(topo.node_cores) == 1:
+            home = next(iter(topo.node_cores))
+        if home is not None and topo.node_cores.get(home):
+            members[unit_of_core[topo.node_cores[home][0]]].append((idx, i, g, node, None))
         else:
-            why = "numa_node is %s on a host with %d NUMA nodes" % (
-                "null" if node is None else node, len(cpu_nodes))
-        if local and len(local) < len(topo.all_cpus):
-            keys = set(topo.core_of[c] for c in local)
-            label, fallback = "local_cpus %s" % format_cpulist(local), "local_cpus"
-            for s_i, s in enumerate(topo.sockets or []):
-                if keys == set(s):
-                    label, fallback = "socket %d" % s_i, "socket"
-        else:
-            keys = set(topo.cores)
-            label, fallback = "all CPUs", "all"
-            why += " and local_cpus %s" % ("cover every CPU" if local else "are unknown")
-        deferred.append((idx, i, g, node, fallback, keys, label, why))
-    # A GPU without a usable node joins, within its candidate CPUs, the unit with the most
-    # usable cores per GPU (ties: lowest CPU id), after the node-local GPUs are placed.
-    for idx, i, g, node, fallback, keys, label, why in deferred:
+            deferred.append((idx, i, g, node) + _fallback(topo, local, node))
+    for idx, i, g, node, keys, label, fallback, why in deferred:
         cands = sorted(set(unit_of_core[k] for k in keys))
         best = max(cands, key=lambda u: (usable[u] / (len(members[u]) + 1.0), -units[u][1][0]))
         members[best].append((idx, i, g, node, fallback))
         warnings.append("GPU %d (%s): %s; using its %s: placed on %s" % (
             idx, g.get("pci_bus_id"), why, label, units[best][0]))
+    return members
 
-    # 3. Split each unit among its GPUs: contiguous blocks of whole cores in CPU-id order,
-    #    lower GPU index first, sizes differing by at most one.
+
+def _split(topo, units, members, reserved, include_smt, max_cores_per_gpu):
+    """{GPU index: plan entry}: each unit split among its GPUs in contiguous blocks of whole
+    cores in CPU-id order, lower GPU index first, sizes differing by at most one."""
     result = {}
     slurm_index = topo.slurm_core_index()
     for u_i, (label, keys) in enumerate(units):
@@ -356,11 +410,10 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
         if not mem:
             continue
         avail = [k for k in keys if k not in reserved]
-        n = len(mem)
-        if len(avail) < n:
+        if len(avail) < len(mem):
             raise AffinityCapacityError(label, [t[0] for t in mem], len(avail),
                                         len(keys) - len(avail))
-        base, extra = divmod(len(avail), n)
+        base, extra = divmod(len(avail), len(mem))
         if max_cores_per_gpu and base >= max_cores_per_gpu:
             base, extra = max_cores_per_gpu, 0
         pos = 0
@@ -369,7 +422,6 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
             mine = avail[pos:pos + take]
             pos += take
             cpus = topo.cpus_of(mine, include_smt)
-            mems = sorted(set(topo.node_of[c] for c in cpus))
             result[idx] = {
                 "index": idx,
                 "uuid": g.get("uuid"),
@@ -377,10 +429,39 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
                 "numa_node": node if node is not None else -1,
                 "cpus": format_cpulist(cpus),
                 "cores": len(mine),
-                "mems": format_cpulist(mems),
+                "mems": format_cpulist(set(topo.node_of[c] for c in cpus)),
                 "slurm_cores": format_cpulist(slurm_index[k] for k in mine),
                 "fallback": fallback,
             }
+    return result
+
+
+def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
+                             policy="numa_local", max_cores_per_gpu=0, socket_cpus=None):
+    """Plan per-GPU CPU sets; return the full report (see module docstring)."""
+    opts = validate_options(reserved_cores_per_socket, include_smt, policy, max_cores_per_gpu)
+    if not isinstance(hw, dict):
+        raise AffinityError("dlrack_hw: expected a mapping, got %s" % type(hw).__name__)
+    gpus = _gpu_entries(hw)
+    report = {
+        "schema": SCHEMA,
+        "policy": opts["policy"],
+        "options": dict((k, opts[k]) for k in
+                        ("reserved_cores_per_socket", "include_smt", "max_cores_per_gpu")),
+        "gpus": [],
+        "reserved_cpus": "",
+        "warnings": [],
+    }
+    if not gpus:
+        return report
+    topo = Topology(hw, socket_cpus=socket_cpus)
+    warnings = report["warnings"]
+    warnings.extend(topo.warnings)
+    reserved = _reserved_cores(topo, opts["reserved_cores_per_socket"])
+    report["reserved_cpus"] = format_cpulist(topo.cpus_of(sorted(reserved)))
+    units = _units(topo, opts["policy"], warnings)
+    members = _place(topo, units, gpus, reserved, warnings)
+    result = _split(topo, units, members, reserved, opts["include_smt"], opts["max_cores_per_gpu"])
     report["gpus"] = [result[t[0]] for t in gpus]
     return report
 
@@ -401,14 +482,29 @@ def slurm_cores(hw, cpus, socket_cpus=None):
     return format_cpulist(index[k] for k in keys)
 
 
+def _plan_gpus(report, what):
+    """The plan entries of a report (or of a bare plan list), checked to be mappings."""
+    gpus = report.get("gpus") if isinstance(report, dict) else report
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        raise AffinityError("%s: expected the gpu_affinity_plan report or its list of GPUs, got %s"
+                            % (what, type(report).__name__))
+    return gpus
+
+
 def gres_conf_lines(report, name="gpu", file_template="/dev/nvidia{index}", gpu_type=None):
     """gres.conf lines, one per GPU: ``Name=gpu [Type=..] File=/dev/nvidiaN Cores=<slurm>``."""
     lines = []
-    for gpu in report.get("gpus", []):
+    for gpu in _plan_gpus(report, "gres.conf"):
         parts = ["Name=%s" % name]
         if gpu_type:
             parts.append("Type=%s" % gpu_type)
-        parts.append("File=%s" % file_template.format(**gpu))
+        try:
+            parts.append("File=%s" % str(file_template).format(**gpu))
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise AffinityError("file_template %r: %s: %s (use {index} for the GPU index)"
+                                % (file_template, type(exc).__name__, exc))
+        if gpu.get("slurm_cores") is None:
+            raise AffinityError("gres.conf: plan entry %s has no slurm_cores" % gpu.get("index"))
         parts.append("Cores=%s" % gpu["slurm_cores"])
         lines.append(" ".join(parts))
     return lines
@@ -420,10 +516,10 @@ def service_pins(report, services):
     ``services``: [{name, gpus: [plan index, ...], numa_policy: bind|preferred|none}];
     cpus/mems are the union over the listed GPUs (CPUAffinity= / NUMAMask= values).
     """
-    by_index = dict((g["index"], g) for g in report.get("gpus", []))
+    by_index = dict((g.get("index"), g) for g in _plan_gpus(report, "service pins"))
     out = []
-    for i, svc in enumerate(services or []):
-        if not isinstance(svc, dict) or not svc.get("name"):
+    for i, svc in enumerate(_list_or_empty(services, "gpu_affinity_systemd_services")):
+        if not isinstance(svc, dict) or not svc.get("name") or not isinstance(svc["name"], str):
             raise AffinityError("gpu_affinity_systemd_services[%d]: needs a name" % i)
         gpus = svc.get("gpus")
         if not isinstance(gpus, list) or not gpus:
@@ -433,18 +529,19 @@ def service_pins(report, services):
         if policy not in ("bind", "preferred", "none"):
             raise AffinityError("gpu_affinity_systemd_services[%d] (%s): numa_policy must be "
                                 "bind, preferred or none" % (i, svc["name"]))
-        cpus, mems = set(), set()
+        cpus, mems, indexes = set(), set(), []
         for g in gpus:
             idx = _int_or_none(g, "gpu_affinity_systemd_services[%d].gpus" % i)
             if idx not in by_index:
                 raise AffinityError("gpu_affinity_systemd_services[%d] (%s): GPU %s is not in "
                                     "the plan (GPUs %s)" % (i, svc["name"], g, ",".join(
-                                        str(k) for k in sorted(by_index)) or "none"))
-            cpus.update(parse_cpulist(by_index[idx]["cpus"]))
-            mems.update(parse_cpulist(by_index[idx].get("mems") or ""))
+                                        str(k) for k in sorted(by_index, key=str)) or "none"))
+            indexes.append(idx)
+            cpus.update(_cpus(by_index[idx].get("cpus"), "plan GPU %d cpus" % idx))
+            mems.update(_cpus(by_index[idx].get("mems") or "", "plan GPU %d mems" % idx))
         if policy == "preferred" and len(mems) > 1:
             policy = "bind"  # systemd's preferred takes one node; several: bind to them
         name = svc["name"] if "." in svc["name"] else svc["name"] + ".service"
-        out.append({"name": name, "gpus": [int(g) for g in gpus], "cpus": format_cpulist(cpus),
+        out.append({"name": name, "gpus": indexes, "cpus": format_cpulist(cpus),
                     "mems": format_cpulist(mems), "policy": policy})
     return out

@@ -296,6 +296,22 @@ def lookup_gpu(name):
          unless the name says laptop/mobile/GRID (a different product).
     Returns a dict, an ambiguity result (``ambiguous: True``) or None.
     """
+    query = _gpu_query(name)
+    if query is None:
+        return None
+    tokens, prefix, truncated = query
+    aliases = _load("gpus")[1]
+    found = [] if truncated else _unique([e for t, e in aliases if t == tokens])
+    found = found or _gpu_partial(aliases, tokens, prefix)
+    if not found and not tokens & _GPU_STOP:
+        found = _gpu_contained(aliases, tokens)
+    if not found:
+        return None
+    return _result(found[0]) if len(found) == 1 else _merge(found)
+
+
+def _gpu_query(name):
+    """(complete tokens, prefix of a cut last word or None, truncated?) of a GPU name; None if empty."""
     norm = normalize_gpu_name(name)
     if not norm:
         return None
@@ -309,15 +325,11 @@ def lookup_gpu(name):
         prefix = None  # 'RTX 6000 Ada Gene...': the cut word was noise ('generation')
     if not tokens and not prefix:
         return None
-    aliases = _load("gpus")[1]
+    return tokens, prefix, truncated
 
-    if not truncated:
-        exact = _unique([e for t, e in aliases if t == tokens])
-        if len(exact) == 1:
-            return _result(exact[0])
-        if len(exact) > 1:
-            return _merge(exact)
 
+def _gpu_partial(aliases, tokens, prefix):
+    """Entries whose aliases contain the name's tokens (and its cut last word as a prefix)."""
     def _fits(alias_tokens):
         if not tokens <= alias_tokens:
             return False
@@ -325,15 +337,12 @@ def lookup_gpu(name):
             return True
         return any(t.startswith(prefix) for t in alias_tokens - tokens) or prefix in tokens
 
-    partial = _unique([e for t, e in aliases if tokens and _fits(t)] if tokens else
-                      [e for t, e in aliases if any(x.startswith(prefix) for x in t)])
-    if len(partial) == 1:
-        return _result(partial[0])
-    if len(partial) > 1:
-        return _merge(partial)
+    return _unique([e for t, e in aliases if tokens and _fits(t)] if tokens else
+                   [e for t, e in aliases if any(x.startswith(prefix) for x in t)])
 
-    if tokens & _GPU_STOP:
-        return None
+
+def _gpu_contained(aliases, tokens):
+    """Entries of the largest alias contained in the name; none for a lone weak one-token match."""
     best, best_size = [], 0
     for alias_tokens, entry in aliases:
         if alias_tokens <= tokens:
@@ -341,10 +350,7 @@ def lookup_gpu(name):
                 best, best_size = [entry], len(alias_tokens)
             elif len(alias_tokens) == best_size:
                 best.append(entry)
-    best = _unique(best)
     # A one-token alias ('p4', 't4') inside a long unknown name is too weak to trust.
-    if not best or (best_size < 2 and len(tokens) > 2):
-        return None
-    if len(best) == 1:
-        return _result(best[0])
-    return _merge(best)
+    if best_size < 2 and len(tokens) > 2:
+        return []
+    return _unique(best)

@@ -8,111 +8,154 @@ failed validation is ``None`` (unknown), plus a list of problems, each naming th
 what was found and what was expected. The rule engine turns the problems into findings of the
 rule ``inventory.schema``, so one malformed host never stops the validation of a fleet.
 
+Whatever the input, the cleaned copy holds plain, bounded data: integers within the sane range
+of their field (``LIMITS``), finite numbers, strings without unresolved Jinja, and no more GPUs,
+disks, NUMA nodes or CPU ids than a real machine has; so no per-host cost grows with a declared
+number. Every key that ``hw_facts`` emits is valid in a declaration as well.
+
 Declared documents may use two shorthands that are expanded here (and only here):
 ``count: N`` on a GPU or disk entry (N identical entries), and ``gpus: {model: X, count: N}``.
+``gpus: null`` (or no ``gpus`` key) means "unknown", ``gpus: []`` means "no GPU"; disks alike.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import CpuListError, parse_cpulist
+import math
+import re
+
+from ansible_collections.dlrack.node.plugins.module_utils.cpulist import MAX_CPUS, CpuListError, parse_cpulist
 
 SCHEMA_VERSION = 1
 
-# A field spec: (types, constraint). "int+" = non-negative int, "int>0" = positive int,
-# "cpulist" = kernel cpulist string, ("enum", (...)) = one of, "str", "bool", "num+".
-_INT_TYPES = (int,)
+# Sane upper bounds of declared counts and sizes: beyond them a value is a typo, not a machine.
+MAX_GPUS = 128          # GPUs under one OS instance (HGX: 8; the largest PCIe chassis: ~20)
+MAX_DISKS = 1024        # block devices (4 x 102-bay JBODs)
+MAX_NUMA = 1024         # Linux MAX_NUMNODES (NODES_SHIFT 10)
+MAX_MEM_MB = 1 << 28    # 256 TiB of RAM (the largest single-image servers hold 48 TB)
+MAX_STR = 1024          # characters in a model name, serial, path...
+MAX_ITEMS = 4096        # entries of a free-form list or mapping (flags, mounts, errors)
+MAX_DEPTH = 8           # nesting of free-form data
+LIMITS = {
+    "sockets": (1, 64), "cores": (1, MAX_CPUS), "threads": (1, MAX_CPUS),
+    "cores_per_socket": (1, MAX_CPUS), "threads_per_core": (1, 16), "pcie_lanes": (0, 4096),
+    "numa_id": (0, MAX_NUMA - 1), "node_memory_mb": (0, MAX_MEM_MB), "total_mb": (1, MAX_MEM_MB),
+    "dimm_count": (0, 4096), "mc_count": (0, 65536), "err_count": (0, (1 << 63) - 1),
+    "gpu_index": (0, 4095), "gpu_memory_mb": (1, 1 << 20), "gpu_numa_node": (-1, MAX_NUMA - 1),
+    "nvlink": (0, 64), "width": (1, 32), "gen": (1, 16), "gpu_count": (1, MAX_GPUS),
+    "size_bytes": (1, 1 << 60), "disk_count": (1, MAX_DISKS), "schema": (1, 1 << 31),
+    "family": (0, 1 << 16), "model_id": (0, 1 << 16), "stepping": (0, 1 << 16),
+}
+NUM_LIMITS = {"model_params_b": (0, 1e6), "dataset_gb": (0, 1e9), "uptime_s": (0, 1e11)}
 
+
+def _int(name):
+    return ("int",) + LIMITS[name]
+
+
+def _num(name):
+    return ("num",) + NUM_LIMITS[name]
+
+
+_NUMA_FIELDS = {"id": _int("numa_id"), "cpus": "cpulist", "memory_mb": _int("node_memory_mb")}
 _CPU_FIELDS = {
     "model": "str",
     "vendor": ("enum", ("amd", "intel", "arm", "other")),
-    "sockets": "int>0",
-    "cores": "int>0",
-    "threads": "int>0",
-    "pcie_lanes": "int+",
-    "numa_nodes": "numa_nodes",
+    "vendor_id": "str",
+    "sockets": _int("sockets"),
+    "cores": _int("cores"),
+    "threads": _int("threads"),
+    "pcie_lanes": _int("pcie_lanes"),
+    "numa_nodes": ("list", _NUMA_FIELDS, MAX_NUMA),
     "core_cpus": "core_cpus",
-    "cores_per_socket": "int>0",
-    "threads_per_core": "int>0",
-    "flags": "any",
-    "family": "any",
-    "model_id": "any",
-    "stepping": "any",
+    "cores_per_socket": _int("cores_per_socket"),
+    "threads_per_core": _int("threads_per_core"),
+    "flags": "data",
+    "family": _int("family"),
+    "model_id": _int("model_id"),
+    "stepping": _int("stepping"),
 }
 _EDAC_FIELDS = {
     "driver": "str",
-    "controllers": "int+",
-    "corrected": "int+",
-    "uncorrected": "int+",
-    "mcs": "any",
+    "controllers": _int("mc_count"),
+    "corrected": _int("err_count"),
+    "uncorrected": _int("err_count"),
+    "mcs": "data",
 }
 _MEMORY_FIELDS = {
-    "total_mb": "int>0",
+    "total_mb": _int("total_mb"),
     "ecc": ("enum", ("multi-bit", "single-bit", "none", "unknown")),
     "edac": ("dict", _EDAC_FIELDS),
-    "dimms": "any",
-    "dimm_count": "int+",
+    "dimms": "data",
+    "dimm_count": _int("dimm_count"),
+    "installed_mb": _int("total_mb"),
 }
-_PCIE_FIELDS = {"width": "int>0", "width_max": "int>0", "gen": "int>0", "gen_max": "int>0",
-                "gen_host_max": "int>0", "speed": "any", "speed_max": "any"}
+_PCIE_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen"),
+                "gen_host_max": _int("gen"), "speed": "data", "speed_max": "data"}
 _GPU_FIELDS = {
-    "index": "int+",
+    "index": _int("gpu_index"),
+    "smi_index": _int("gpu_index"),
     "uuid": "str",
     "model": "str",
-    "memory_mb": "int>0",
+    "memory_mb": _int("gpu_memory_mb"),
     "pci_bus_id": "str",
-    "numa_node": "int",
+    "numa_node": _int("gpu_numa_node"),
     "local_cpus": "cpulist",
     "pcie": ("dict", _PCIE_FIELDS),
     "ecc_enabled": "bool",
-    "nvlink_active": "int+",
-    "count": "int>0",
-    "driver": "any",
-    "vendor_id": "any",
-    "device_id": "any",
-    "mig_mode": "any",
-    "virtualization_mode": "any",
-    "serial": "any",
-    "pci_name": "any",
-    "ecc_errors": "any",
-    "retired_pages": "any",
-    "remapped_rows": "any",
+    "nvlink_active": _int("nvlink"),
+    "count": _int("gpu_count"),
+    "driver": "data",
+    "vendor_id": "data",
+    "device_id": "data",
+    "mig_mode": "data",
+    "virtualization_mode": "data",
+    "serial": "data",
+    "pci_name": "data",
+    "ecc_errors": "data",
+    "retired_pages": "data",
+    "remapped_rows": "data",
 }
-_IN_USE_FIELDS = {"mounted": "list", "holders": "list", "partitions": "list", "signatures": "list",
+_IN_USE_FIELDS = {"mounted": "strlist", "holders": "strlist", "partitions": "strlist", "signatures": "strlist",
                   "system": "bool"}
 _DISK_FIELDS = {
     "name": "str",
     "by_id": "str",
     "kind": ("enum", ("nvme", "ssd", "hdd")),
     "transport": ("enum", ("nvme", "sata", "sas", "usb", "virtio", "scsi", "unknown")),
-    "size_bytes": "int>0",
+    "size_bytes": _int("size_bytes"),
     "model": "str",
     "serial": "str",
     "wwid": "str",
+    "wwn": "str",
     "rotational": "bool",
+    "read_only": "bool",
+    "role": ("enum", ("system", "read_only", "small", "removable", "data")),
     "in_use": ("dict", _IN_USE_FIELDS),
-    "count": "int>0",
-    "removable": "any",
-    "path": "any",
-    "by_id_all": "any",
+    "count": _int("disk_count"),
+    "removable": "data",
+    "path": "data",
+    "by_id_all": "data",
+    "probe": "data",
 }
 _WORKLOAD_FIELDS = {
     "kind": ("enum", ("full_finetune", "lora", "inference", "pretrain")),
-    "model_params_b": "num+",
-    "dataset_gb": "num+",
+    "model_params_b": _num("model_params_b"),
+    "dataset_gb": _num("dataset_gb"),
 }
+WORKLOAD_SPEC = ("dict", _WORKLOAD_FIELDS)
 TOP_FIELDS = {
-    "schema": "int>0",
+    "schema": _int("schema"),
     "source": ("enum", ("gathered", "declared")),
     "cpu": ("dict", _CPU_FIELDS),
     "memory": ("dict", _MEMORY_FIELDS),
-    "gpus": ("list", _GPU_FIELDS),
-    "disks": ("list", _DISK_FIELDS),
-    "workload": ("dict", _WORKLOAD_FIELDS),
-    "host": "any",
-    "uptime_s": "num+",
-    "errors": "any",
-    "notes": "any",
+    "gpus": ("list", _GPU_FIELDS, MAX_GPUS),
+    "disks": ("list", _DISK_FIELDS, MAX_DISKS),
+    "workload": WORKLOAD_SPEC,
+    "host": "data",
+    "uptime_s": _num("uptime_s"),
+    "errors": "data",
+    "notes": "data",
 }
 
 
@@ -128,185 +171,295 @@ class Problem(object):
         self.unknown_key = unknown_key
 
     def message(self):
+        where = self.path if self.path.startswith("dlrack_") else "dlrack_hw." + self.path
+        where = "dlrack_hw" if self.path == "(document)" else where
         if self.unknown_key:
-            return "dlrack_hw.%s: unknown key; expected one of %s" % (self.path, self.expected)
-        return "dlrack_hw.%s: expected %s, got %s" % (self.path, self.expected, _short(self.found))
+            return "%s: unknown key; expected one of %s" % (where, self.expected)
+        return "%s: expected %s, got %s" % (where, self.expected, describe(self.found))
+
+    def observed(self):
+        """``found`` as a report can hold it: small plain scalars as they are, the rest described."""
+        return plain_scalar(self.found)
 
     def __repr__(self):
         return "Problem(%s)" % self.message()
 
 
-def _short(value):
-    text = repr(value)
+class Unresolved(object):
+    """Stands for an inventory variable that Ansible could not template (an undefined variable in it):
+    the controller reads it as this marker instead of failing the whole run."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = str(error).strip().splitlines()[0][:200] if str(error).strip() else "undefined"
+
+    def __repr__(self):
+        return "Unresolved(%r)" % self.error
+
+
+def is_undefined(value):
+    """An Unresolved marker or a Jinja2/Ansible undefined value (whose comparisons and truth test raise)."""
+    return isinstance(value, Unresolved) or any(
+        c.__name__.endswith("Undefined") or c.__name__ == "Marker" for c in type(value).__mro__)
+
+
+def describe(value):
+    """Short, safe text for any value, naming the usual causes of bad inventory values."""
+    if isinstance(value, Unresolved):
+        return "a value Ansible could not template (%s)" % value.error
+    if is_undefined(value):
+        return "an undefined variable (%s)" % str(getattr(value, "_undefined_name", None) or "?")[:60]
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "%r (a non-finite number)" % value
+    if isinstance(value, int) and abs(value) >= 1 << 64:
+        return "an integer of about %d digits" % int(value.bit_length() * 0.30103 + 1)
+    text = _safe_repr(value)
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        text += " (an unresolved Jinja expression: is the variable it uses defined?)"
+    return text
+
+
+def _safe_repr(value):
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001  (a hostile object's __repr__; describe it by type)
+        text = "<%s>" % type(value).__name__
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_int(value):
-    return isinstance(value, _INT_TYPES) and not isinstance(value, bool)
-
-
-def _coerce_int(value):
-    """Accept ints and integral strings ("8") that YAML inventories sometimes produce."""
-    if _is_int(value):
+def plain_scalar(value):
+    """``value`` if it is a small finite JSON scalar, else its description (never NaN, never a container)."""
+    if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, int) and abs(value) < 1 << 53:
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, str) and len(value) <= 60:
+        return str(value)
+    if isinstance(value, (dict, list, tuple)):
+        return type(value).__name__
+    return describe(value)
+
+
+_INT_RE = re.compile(r"\A\s*[+-]?[0-9]{1,24}\s*\Z")
+_NUM_RE = re.compile(r"\A\s*[+-]?([0-9]{1,24}(\.[0-9]{0,24})?|\.[0-9]{1,24})([eE][+-]?[0-9]{1,3})?\s*\Z")
+
+
+def to_int(value):
+    """An int from an int, an integral finite float or a string of ASCII digits; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else None
+    if isinstance(value, str) and _INT_RE.match(value):
+        return int(value)
     return None
 
 
-def _check_scalar(spec, value, path, problems):
-    if value is None:
+def to_number(value):
+    """A finite int/float from a number or a decimal string of ASCII characters; else None
+    (NaN, Infinity and "1e999" are not numbers here)."""
+    if isinstance(value, bool):
         return None
-    if spec == "any":
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str) and _NUM_RE.match(value):
+        num = float(value)
+        return num if math.isfinite(num) else None
+    return None
+
+
+def _range_text(kind, lo, hi):
+    what = "an integer" if kind == "int" else "a number"
+    return "%s from %s to %s" % (what, _g(lo), _g(hi))
+
+
+def _g(num):
+    return "%d" % num if float(num).is_integer() and abs(num) < 1e16 else "%g" % num
+
+
+def _check_number(spec, value, path, problems):
+    kind, lo, hi = spec
+    num = to_int(value) if kind == "int" else to_number(value)
+    if num is None or num < lo or num > hi:
+        problems.append(Problem(path, value, _range_text(kind, lo, hi)))
+        return None
+    return num
+
+
+def _check_str(spec, value, path, problems):
+    if isinstance(value, str) and value.strip() and len(value) <= MAX_STR and "{{" not in value \
+            and "{%" not in value:
+        return str(value.strip())
+    problems.append(Problem(path, value, "a non-empty string of at most %d characters" % MAX_STR))
+    return None
+
+
+def _check_bool(spec, value, path, problems):
+    if isinstance(value, bool):
         return value
-    if spec == "str":
-        if isinstance(value, (str,)) and value.strip():
-            return value.strip()
-        problems.append(Problem(path, value, "a non-empty string"))
-        return None
-    if spec == "bool":
-        if isinstance(value, bool):
-            return value
-        problems.append(Problem(path, value, "true or false"))
-        return None
-    if spec in ("int", "int+", "int>0"):
-        num = _coerce_int(value)
-        if num is None:
-            problems.append(Problem(path, value, "an integer"))
-            return None
-        if spec == "int+" and num < 0:
-            problems.append(Problem(path, value, "an integer >= 0"))
-            return None
-        if spec == "int>0" and num <= 0:
-            problems.append(Problem(path, value, "an integer > 0"))
-            return None
-        return num
-    if spec == "num+":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                problems.append(Problem(path, value, "a number >= 0"))
-                return None
-        if value < 0:
-            problems.append(Problem(path, value, "a number >= 0"))
-            return None
-        return value
-    if spec == "list":
-        if isinstance(value, list):
-            return value
-        problems.append(Problem(path, value, "a list"))
-        return None
-    if spec == "cpulist":
+    problems.append(Problem(path, value, "true or false"))
+    return None
+
+
+def _check_enum(spec, value, path, problems):
+    if isinstance(value, str) and value.strip().lower() in spec[1]:
+        return value.strip().lower()
+    problems.append(Problem(path, value, "one of %s" % ", ".join(spec[1])))
+    return None
+
+
+def _check_cpulist(spec, value, path, problems):
+    cpus = None
+    if not isinstance(value, str) or len(value) <= 16 * MAX_CPUS:
         try:
-            parse_cpulist(value if isinstance(value, str) else str(value))
+            cpus = parse_cpulist(value)
         except CpuListError:
-            problems.append(Problem(path, value, "a kernel cpulist such as '0-31,64-95'"))
-            return None
-        return value if isinstance(value, str) else str(value)
-    if spec == "numa_nodes":
-        return _check_numa_nodes(value, path, problems)
-    if spec == "core_cpus":
-        if not isinstance(value, list):
-            problems.append(Problem(path, value, "a list of cpulists, one per physical core"))
-            return None
-        out = []
-        for i, item in enumerate(value):
-            try:
-                parse_cpulist(item)
-            except CpuListError:
-                problems.append(Problem("%s[%d]" % (path, i), item, "a cpulist such as '0,64'"))
-                return None
-            out.append(item if isinstance(item, str) else ",".join(str(c) for c in item))
-        return out
-    if isinstance(spec, tuple) and spec[0] == "enum":
-        if isinstance(value, str) and value.lower() in spec[1]:
-            return value.lower()
-        problems.append(Problem(path, value, "one of %s" % ", ".join(spec[1])))
+            pass
+    if cpus is None:
+        problems.append(Problem(path, value, "a kernel cpulist such as '0-31,64-95' with CPU ids below %d"
+                                % MAX_CPUS))
         return None
-    raise AssertionError("unknown spec %r" % (spec,))  # programming error, not input
+    return value.strip() if isinstance(value, str) else ",".join(str(c) for c in cpus)
 
 
-def _check_numa_nodes(value, path, problems):
-    if not isinstance(value, list):
-        problems.append(Problem(path, value, "a list of {id, cpus, memory_mb}"))
+def _check_core_cpus(spec, value, path, problems):
+    if not isinstance(value, list) or len(value) > MAX_CPUS:
+        problems.append(Problem(path, value, "a list of at most %d cpulists, one per physical core" % MAX_CPUS))
         return None
     out = []
-    for i, node in enumerate(value):
-        p = "%s[%d]" % (path, i)
-        if not isinstance(node, dict):
-            problems.append(Problem(p, node, "a mapping {id, cpus, memory_mb}"))
-            continue
-        nid = _check_scalar("int+", node.get("id"), p + ".id", problems)
-        if nid is None:
-            if node.get("id") is None:
-                problems.append(Problem(p + ".id", None, "the NUMA node id (integer >= 0)"))
-            continue
-        cpus = _check_scalar("cpulist", node.get("cpus", ""), p + ".cpus", problems)
-        mem = _check_scalar("int+", node.get("memory_mb"), p + ".memory_mb", problems)
-        clean = dict(node)
-        clean.update({"id": nid, "cpus": cpus if cpus is not None else "", "memory_mb": mem})
+    for i, item in enumerate(value):
+        clean = _check_cpulist(spec, item, "%s[%d]" % (path, i), problems)
+        if clean is None:
+            return None
         out.append(clean)
     return out
 
 
-def _check_dict(fields, value, path, problems, strict):
-    if value is None:
+def _check_strlist(spec, value, path, problems):
+    if isinstance(value, list) and len(value) <= MAX_ITEMS and all(
+            isinstance(v, str) and len(v) <= MAX_STR for v in value):
+        return [str(v) for v in value]
+    problems.append(Problem(path, value, "a list of strings"))
+    return None
+
+
+def _check_data(spec, value, path, problems):
+    budget = [MAX_ITEMS]
+    clean = _plain_data(value, 0, budget)
+    if clean is _BAD:
+        problems.append(Problem(path, value, "plain data (strings, finite numbers, lists, mappings; "
+                                             "at most %d items)" % MAX_ITEMS))
         return None
+    return clean
+
+
+_BAD = object()
+
+
+def _plain_data(value, depth, budget):
+    """A copy of free-form data as plain JSON types, or _BAD (non-finite, undefined, too big, too deep)."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        return _BAD
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value) if abs(value) < 1 << 63 else _BAD
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _BAD
+    if isinstance(value, str):
+        return str(value) if len(value) <= 16 * MAX_STR else _BAD
+    if isinstance(value, (list, tuple)):
+        out = [_plain_data(v, depth + 1, budget) for v in value[:MAX_ITEMS + 1]]
+        return _BAD if any(v is _BAD for v in out) else out
+    if isinstance(value, dict):
+        out = {}
+        for key, item in list(value.items())[:MAX_ITEMS + 1]:
+            clean = _plain_data(item, depth + 1, budget)
+            if clean is _BAD or not isinstance(key, (str, int)) or isinstance(key, bool):
+                return _BAD
+            out[str(key)] = clean
+        return out
+    return _BAD
+
+
+_SCALAR_CHECKS = {
+    "str": _check_str, "bool": _check_bool, "cpulist": _check_cpulist, "core_cpus": _check_core_cpus,
+    "strlist": _check_strlist, "data": _check_data, "int": _check_number, "num": _check_number,
+    "enum": _check_enum,
+}
+
+
+def _check_dict(fields, value, path, problems, strict):
     if not isinstance(value, dict):
-        problems.append(Problem(path, value, "a mapping with keys %s" % ", ".join(sorted(fields))))
+        problems.append(Problem(path or "(document)", value,
+                                "a mapping with keys %s" % ", ".join(sorted(fields))))
         return None
     out = dict.fromkeys(fields)
     for key, val in value.items():
-        spec = fields.get(key)
+        sub = "%s.%s" % (path, key) if path else str(key)
+        spec = fields.get(key) if isinstance(key, str) else None
         if spec is None:
             if strict:
-                sub = path + "." + str(key) if path else str(key)
                 problems.append(Problem(sub, val, ", ".join(sorted(fields)), unknown_key=True))
-            out[key] = val
+            else:
+                out[str(key)] = _check_data("data", val, sub, problems)
             continue
         if val is None:
             continue
-        out[key] = _check_field(spec, val, path + "." + key if path else key, problems, strict)
+        out[key] = _check_field(spec, val, sub, problems, strict)
     return out
 
 
 def _check_field(spec, value, path, problems, strict):
-    if spec.__class__ is not tuple or spec[0] == "enum":
-        return _check_scalar(spec, value, path, problems)
+    if spec.__class__ is str:
+        return _SCALAR_CHECKS[spec](spec, value, path, problems)
     if spec[0] == "dict":
         return _check_dict(spec[1], value, path, problems, strict)
     if spec[0] == "list":
-        if value is None:
+        return _check_list(spec, value, path, problems, strict)
+    return _SCALAR_CHECKS[spec[0]](spec, value, path, problems)
+
+
+def _check_list(spec, value, path, problems, strict):
+    dummy, fields, limit = spec
+    if isinstance(value, dict) and path == "gpus":
+        value = [value]          # shorthand gpus: {model: X, count: N}
+    if not isinstance(value, list) or len(value) > limit:
+        problems.append(Problem(path, value, "a list of at most %d mappings" % limit))
+        return None
+    out = []
+    total = 0
+    for i, item in enumerate(value):
+        item_clean = _check_dict(fields, item, "%s[%d]" % (path, i), problems, strict)
+        if item_clean is None:
+            continue
+        count = item_clean.pop("count", None) or 1
+        total += count
+        if total > limit:
+            problems.append(Problem("%s[%d].count" % (path, i), count, "at most %d entries in %s in all" % (limit, path)))
             return None
-        if isinstance(value, dict) and path == "gpus":
-            value = [value]          # shorthand gpus: {model: X, count: N}
-        if not isinstance(value, list):
-            problems.append(Problem(path, value, "a list"))
-            return None
-        out = []
-        for i, item in enumerate(value):
-            item_clean = _check_dict(spec[1], item, "%s[%d]" % (path, i), problems, strict)
-            if item_clean is None:
-                continue
-            count = item_clean.pop("count", None) or 1
-            if count > 4096:
-                problems.append(Problem("%s[%d].count" % (path, i), count, "a count <= 4096"))
-                count = 1
-            out.append(item_clean)
-            if path == "disks":
-                # Identical disks may share one (read-only) entry; GPUs get their own copies
-                # because the engine numbers them and fills in catalogue figures.
-                if item_clean.get("in_use") is None:
-                    item_clean["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
-                out.extend([item_clean] * (count - 1))
-            else:
-                for _ in range(count - 1):
-                    out.append(_clone(item_clean))
-        return out
-    return _check_scalar(spec, value, path, problems)
+        out.append(item_clean)
+        if path == "disks":
+            # Identical disks may share one (read-only) entry; GPUs get their own copies
+            # because the engine numbers them and fills in catalogue figures.
+            if item_clean.get("in_use") is None:
+                item_clean["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
+            out.extend([item_clean] * (count - 1))
+        else:
+            for dummy in range(count - 1):
+                out.append(_clone(item_clean))
+                out[-1]["index"] = None     # numbered in order below
+    return out
 
 
 def _clone(entry):
@@ -317,6 +470,13 @@ def _clone(entry):
         if isinstance(out.get(key), dict):
             out[key] = dict(out[key])
     return out
+
+
+def check_workload(value, path="workload"):
+    """Validate a workload mapping on its own (``dlrack_workload``); returns ``(clean, problems)``."""
+    problems = []
+    clean = _check_field(WORKLOAD_SPEC, value, path, problems, True)
+    return clean, problems
 
 
 def check_hw(doc, strict=None):
@@ -331,19 +491,24 @@ def check_hw(doc, strict=None):
         return None, problems
     if strict is None:
         strict = doc.get("source") != "gathered"
-    clean = _check_dict({k: v for k, v in TOP_FIELDS.items()}, doc, "", problems, strict)
+    clean = _check_dict(TOP_FIELDS, doc, "", problems, strict)
     if clean.get("schema") not in (None, SCHEMA_VERSION):
         problems.append(Problem("schema", clean.get("schema"), "schema %d" % SCHEMA_VERSION))
     if clean.get("source") is None:
         clean["source"] = "declared"
     for section in ("cpu", "memory"):
         if clean.get(section) is None:
-            clean[section] = _check_dict(TOP_FIELDS[section][1], {}, section, [], False)
-    for section in ("gpus", "disks"):
-        if clean.get(section) is None:
-            clean[section] = None if section not in doc else []
-    gpus = clean.get("gpus") or []
-    for i, gpu in enumerate(gpus):
+            clean[section] = dict.fromkeys(TOP_FIELDS[section][1])
+    _fill_defaults(clean)
+    _check_consistency(clean, problems)
+    return clean, problems
+
+
+def _fill_defaults(clean):
+    for node in clean["cpu"].get("numa_nodes") or []:
+        if node.get("cpus") is None:
+            node["cpus"] = ""
+    for i, gpu in enumerate(clean.get("gpus") or []):
         if gpu.get("index") is None:
             gpu["index"] = i
         if gpu.get("pcie") is None:
@@ -351,8 +516,61 @@ def check_hw(doc, strict=None):
     for disk in clean.get("disks") or []:
         if disk.get("in_use") is None:
             disk["in_use"] = dict.fromkeys(_IN_USE_FIELDS)
+
+
+def _check_consistency(clean, problems):
+    """Cross-field checks: a field that contradicts another becomes unknown."""
     cpu = clean["cpu"]
     if cpu.get("cores") and cpu.get("threads") and cpu["threads"] < cpu["cores"]:
         problems.append(Problem("cpu.threads", cpu["threads"], "threads >= cores (%d)" % cpu["cores"]))
         cpu["threads"] = None
-    return clean, problems
+    if cpu.get("sockets") and cpu.get("cores") and cpu["cores"] < cpu["sockets"]:
+        problems.append(Problem("cpu.cores", cpu["cores"], "cores >= sockets (%d)" % cpu["sockets"]))
+        cpu["cores"] = None
+    if cpu.get("numa_nodes"):
+        _check_numa_nodes(cpu, problems)
+    gpus = clean.get("gpus") or []
+    if gpus:
+        _check_gpu_ids(gpus, cpu.get("numa_nodes"), problems)
+
+
+def _check_numa_nodes(cpu, problems):
+    """NUMA node ids unique, each CPU in one node at most (bounded: stops at the first repeat)."""
+    ids, owner = {}, {}
+    for i, node in enumerate(cpu["numa_nodes"]):
+        path = "cpu.numa_nodes[%d]" % i
+        if node.get("id") is None:
+            problems.append(Problem(path + ".id", None, "the NUMA node id (an integer from 0 to %d)" % (MAX_NUMA - 1)))
+        elif node["id"] in ids:
+            problems.append(Problem(path + ".id", node["id"], "a unique NUMA node id (also cpu.numa_nodes[%d])"
+                                    % ids[node["id"]]))
+        else:
+            ids[node["id"]] = i
+            for c in parse_cpulist(node.get("cpus") or ""):
+                if c in owner:
+                    problems.append(Problem(path + ".cpus", node.get("cpus"), "CPUs of no other NUMA node "
+                                            "(CPU %d is also in node %d)" % (c, owner[c])))
+                    break
+                owner[c] = node["id"]
+            else:
+                continue
+        cpu["numa_nodes"] = None
+        return
+
+
+def _check_gpu_ids(gpus, numa_nodes, problems):
+    """GPU indexes unique; a GPU's NUMA node (-1: none) is one of the declared nodes."""
+    seen = {}
+    node_ids = set(n["id"] for n in numa_nodes) if numa_nodes else None
+    for i, gpu in enumerate(gpus):
+        if gpu["index"] in seen:
+            problems.append(Problem("gpus[%d].index" % i, gpu["index"], "a unique GPU index (also gpus[%d])"
+                                    % seen[gpu["index"]]))
+            gpu["index"] = None
+        else:
+            seen[gpu["index"]] = i
+        node = gpu.get("numa_node")
+        if node_ids is not None and node is not None and node >= 0 and node not in node_ids:
+            problems.append(Problem("gpus[%d].numa_node" % i, node, "one of the NUMA nodes in cpu.numa_nodes (%s) "
+                                    "or -1" % ", ".join(str(n) for n in sorted(node_ids))))
+            gpu["numa_node"] = None

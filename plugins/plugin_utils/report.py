@@ -156,7 +156,7 @@ def junit_xml(suites, name="dlrack.node", properties=None):
             body.append('    <testcase classname=%s name=%s>' % (_qa(c.get("classname")), _qa(c.get("name"))))
             if c["result"] in ("failure", "error"):
                 body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
-                                                                       _xe(c.get("text")), c["result"]))
+                                                                      _xe(c.get("text")), c["result"]))
             elif c["result"] == "skipped":
                 body.append('      <skipped message=%s/>' % _qa(c.get("message")))
             if c.get("system_out"):
@@ -280,7 +280,7 @@ def write_file_set(directory, files, what="dlrack_report_dir", mode=0o644):
 
 
 def _cleanup(tmps):
-    for _, tmp in tmps:
+    for dummy, tmp in tmps:
         try:
             os.unlink(tmp)
         except OSError:
@@ -527,7 +527,7 @@ def _group_disks(disks):
             groups[-1][1] += 1
         else:
             groups.append([key, 1, d])
-    return [(count, d) for _, count, d in groups]
+    return [(count, d) for dummy, count, d in groups]
 
 
 def _gpu_item(g, source):
@@ -695,7 +695,7 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     pinned, failing rules first, a symbol in every cell and a legend), drift, then one section
     per host with its topology drawing and findings."""
     counts = summary.get("rules") or {}
-    seen = [r for r in _ordered_rules({r: 1 for res in results.values() for r in res.get("rules", {})})]
+    seen = list(_ordered_rules({r: 1 for res in results.values() for r in res.get("rules", {})}))
     order = {r: i for i, r in enumerate(seen)}
     seen.sort(key=lambda r: (-(counts.get(r) or {}).get("fail", 0), -(counts.get(r) or {}).get("warn", 0), order[r]))
     desc = dict(RULES)
@@ -710,8 +710,8 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
                   hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
-                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, _ in warnings}), drift=drift, drift_rows=drift_rows,
-                  error_rows=error_rows, errored=len({h for h, _, _ in error_rows}),
+                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, dummy in warnings}), drift=drift, drift_rows=drift_rows,
+                  error_rows=error_rows, errored=len({row[0] for row in error_rows}),
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rule engine: validate one ``dlrack_hw`` document against the dlrack rules (DESIGN.md).
+"""The rule engine: validate one ``dlrack_hw`` document against the dlrack rules (docs/dlrack_hw.md).
 
 Pure Python. ``evaluate_host(name, hw, ...)`` returns
 ``{"status": "pass|warn|fail", "findings": [...], "rules": {rule_id: outcome}, "hw": {...}}``
@@ -9,137 +9,253 @@ where every finding is ``{rule, severity, observed, required, message, remedy}``
 holds yields one ``info`` finding saying why (so the report can show it), never an error or a
 warning. ``evaluate_fleet`` runs it for many hosts and builds the summary; it is what the
 preflight action plugin, the ``hw_validate`` filter and the benchmarks call.
+
+Each rule is declared once, with ``@rule(id, title, default severity)`` on its check function;
+the registry's order is the order of evaluation and of the report.
+
+Whatever the input, every host gets a verdict: a malformed declaration or a bad per-host setting
+(``dlrack_profile``, ``dlrack_thresholds``, ``dlrack_severity``, ``dlrack_workload``,
+``dlrack_external_archive``) becomes ``inventory.schema`` errors on that host, naming the field
+and what is expected; the bad value is ignored (the default or "unknown" is used) so the other
+rules still judge the host. Every number in a result is finite.
+
+Severity overrides (``dlrack_severity: {rule: level}``): ``error`` and ``warning`` set what a
+failing rule reports (a rule's "cannot verify" and "below the recommendation" findings are
+warnings at most); ``info`` keeps the rule's findings in the report as information only, never
+failing or warning the host; ``off`` does not run or report the rule at all.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
-from ansible_collections.dlrack.node.plugins.module_utils.ecc_metrics import assess_ecc
-from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+from ansible_collections.dlrack.node.plugins.module_utils import blockdev
+from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import assess_ecc
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
+    MAX_GPUS, MAX_STR, Problem, check_hw, check_workload, to_int, to_number)
 
-RULES = (
-    ("inventory.schema", "the dlrack_hw document is well formed"),
-    ("gpu.present", "the node has at least the expected number of GPUs"),
-    ("cpu.cores_exceed_gpus", "physical CPU cores > GPUs; >= recommended cores per GPU"),
-    ("cpu.pcie_lanes", "CPU PCIe lanes >= 16 x GPUs"),
-    ("gpu.pcie_link", "every GPU's link width equals its maximum"),
-    ("memory.exceeds_vram", "system RAM > total GPU memory; >= 2x recommended"),
-    ("memory.ecc", "ECC memory"),
-    ("memory.edac_active", "an EDAC driver reports memory errors"),
-    ("memory.ecc_errors", "no uncorrected memory errors; corrected errors within budget"),
-    ("storage.nvme_hot_cache", "NVMe for the hot training-data cache"),
-    ("storage.hdd_cold_archive", "an HDD array or external archive for cold data"),
-    ("gpu.vram_for_workload", "GPU memory fits the declared workload"),
-    ("gpu.interconnect", "NVLink/NVSwitch between GPUs of a multi-GPU node"),
-    ("gpu.ecc_mode", "GPU ECC enabled where supported"),
-    ("inventory.matches_declared", "gathered hardware equals the declaration"),
-)
-RULE_IDS = tuple(r[0] for r in RULES)
 SEVERITIES = ("error", "warning", "info", "off")
+_REGISTRY = []
 
-DEFAULT_THRESHOLDS = {
-    "min_gpus": 1,
-    "recommended_cores_per_gpu": 8,
-    "pcie_lanes_per_gpu": 16,
-    "ram_to_vram_min": 1.0,
-    "ram_to_vram_recommended": 2.0,
-    "large_model_params_b": 7,
-    "large_model_min_vram_gb": 80,
-    # Bytes per parameter for the memory estimate. Full fine-tuning / pre-training with Adam in
-    # mixed precision: fp16/bf16 weights (2) + gradients (2) + fp32 master weights (4) + Adam m
-    # and v (4 + 4) = 16 bytes/parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1).
-    # LoRA: frozen bf16 weights (2) plus small adapters; inference: bf16 weights (2).
-    "workload_bytes_per_param": {"full_finetune": 16, "pretrain": 16, "lora": 2, "inference": 2},
-    # Activations, KV cache, CUDA context and fragmentation on top of the states above.
-    "workload_overhead": 1.2,
-    "ram_match_tolerance_pct": 5.0,
-    "ecc_corrected_budget_24h": 9,
-}
 
-# Severity of each rule when it does not hold, per profile.
-_TRAINING = {
-    "inventory.schema": "error",
-    "gpu.present": "error",
-    "cpu.cores_exceed_gpus": "error",
-    "cpu.pcie_lanes": "error",
-    "gpu.pcie_link": "error",
-    "memory.exceeds_vram": "error",
-    "memory.ecc": "error",
-    "memory.edac_active": "warning",
-    "memory.ecc_errors": "error",
-    "storage.nvme_hot_cache": "error",
-    "storage.hdd_cold_archive": "warning",
-    "gpu.vram_for_workload": "error",
-    "gpu.interconnect": "warning",
-    "gpu.ecc_mode": "warning",
-    "inventory.matches_declared": "error",
+class Rule(object):
+    """One rule: stable id, one-line title, severity when it fails (training profile), check."""
+
+    __slots__ = ("id", "title", "severity", "check")
+
+    def __init__(self, rule_id, title, severity, check):
+        self.id, self.title, self.severity, self.check = rule_id, title, severity, check
+
+
+def rule(rule_id, title, severity):
+    """Register the decorated ``check(ctx)`` as the rule ``rule_id``."""
+    def register(check):
+        _REGISTRY.append(Rule(rule_id, title, severity, check))
+        return check
+    return register
+
+
+# --------------------------------------------------------------------------------------------
+# Settings: thresholds, profiles, severities
+# --------------------------------------------------------------------------------------------
+
+# name: (default, lowest, highest, integer)
+THRESHOLDS = {
+    "min_gpus": (1, 0, MAX_GPUS, True),
+    "recommended_cores_per_gpu": (8, 0, 1024, False),
+    "pcie_lanes_per_gpu": (16, 0, 64, True),
+    "ram_to_vram_min": (1.0, 0, 100, False),
+    "ram_to_vram_recommended": (2.0, 0, 100, False),
+    "large_model_params_b": (7, 0, 1e6, False),
+    "large_model_min_vram_gb": (80, 0, 1e6, False),
+    # Activations, KV cache, CUDA context and fragmentation on top of the states below.
+    "workload_overhead": (1.2, 1, 100, False),
+    "ram_match_tolerance_pct": (5.0, 0, 100, False),
+    "ecc_corrected_budget_24h": (9, 0, 1e9, False),
+    # Disks smaller than this are not data disks (a 300 MB squashfs with the driver, a seed image).
+    "data_disk_min_gb": (8, 0, 1e6, False),
 }
+# Bytes per parameter for the memory estimate. Full fine-tuning / pre-training with Adam in
+# mixed precision: fp16/bf16 weights (2) + gradients (2) + fp32 master weights (4) + Adam m
+# and v (4 + 4) = 16 bytes/parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1).
+# LoRA: frozen bf16 weights (2) plus small adapters; inference: bf16 weights (2).
+BYTES_PER_PARAM = {"full_finetune": 16, "pretrain": 16, "lora": 2, "inference": 2}
+DEFAULT_THRESHOLDS = dict({k: v[0] for k, v in THRESHOLDS.items()}, workload_bytes_per_param=BYTES_PER_PARAM)
+
+# Per profile: severities that differ from the rules' defaults, and thresholds that differ.
 PROFILES = {
-    "training": {"severity": _TRAINING, "thresholds": {}},
+    "training": {"severity": {}, "thresholds": {}},
     "inference": {
-        "severity": dict(_TRAINING, **{"gpu.interconnect": "info", "storage.hdd_cold_archive": "info",
-                                       "memory.exceeds_vram": "warning", "cpu.pcie_lanes": "warning"}),
+        "severity": {"gpu.interconnect": "info", "storage.hdd_cold_archive": "info",
+                     "memory.exceeds_vram": "warning", "cpu.pcie_lanes": "warning"},
         "thresholds": {"recommended_cores_per_gpu": 4, "ram_to_vram_recommended": 1.0},
     },
     "workstation": {
-        "severity": dict(_TRAINING, **{"memory.ecc": "warning", "cpu.pcie_lanes": "warning",
-                                       "gpu.interconnect": "info", "storage.hdd_cold_archive": "info",
-                                       "memory.edac_active": "info", "gpu.ecc_mode": "info"}),
+        "severity": {"memory.ecc": "warning", "cpu.pcie_lanes": "warning", "gpu.interconnect": "info",
+                     "storage.hdd_cold_archive": "info", "memory.edac_active": "info", "gpu.ecc_mode": "info"},
         "thresholds": {"recommended_cores_per_gpu": 4},
     },
 }
 
 
-class ConfigError(ValueError):
-    """Bad profile/threshold/severity settings (names the host and the setting)."""
+def _bad_setting(problems, variable, value, expected):
+    problems.append(Problem(variable, value, expected))
+
+
+def _check_threshold(key, value, problems):
+    default, lo, hi, integer = THRESHOLDS[key]
+    num = to_int(value) if integer else to_number(value)
+    if num is None or not lo <= num <= hi:
+        _bad_setting(problems, "dlrack_thresholds." + key, value,
+                     "%s from %g to %g" % ("an integer" if integer else "a number", lo, hi))
+        return None
+    return num
+
+
+def _check_bytes_per_param(value, problems):
+    if not isinstance(value, dict):
+        _bad_setting(problems, "dlrack_thresholds.workload_bytes_per_param", value,
+                     "a mapping of workload kind (%s) to bytes per parameter" % ", ".join(sorted(BYTES_PER_PARAM)))
+        return {}
+    out = {}
+    for kind, num in value.items():
+        clean = to_number(num)
+        if kind not in BYTES_PER_PARAM or clean is None or not 0 < clean <= 1024:
+            _bad_setting(problems, "dlrack_thresholds.workload_bytes_per_param.%s" % kind, num,
+                         "a number from 0 to 1024 for one of %s" % ", ".join(sorted(BYTES_PER_PARAM)))
+            continue
+        out[kind] = clean
+    return out
+
+
+def _resolve_thresholds(profile, thresholds, problems):
+    th = dict(DEFAULT_THRESHOLDS, **PROFILES[profile]["thresholds"])
+    th["workload_bytes_per_param"] = dict(BYTES_PER_PARAM)
+    if thresholds is None:
+        return th
+    if not isinstance(thresholds, dict):
+        _bad_setting(problems, "dlrack_thresholds", thresholds, "a mapping of threshold name to number")
+        return th
+    for key, value in thresholds.items():
+        if key == "workload_bytes_per_param":
+            th[key].update(_check_bytes_per_param(value, problems))
+        elif key not in THRESHOLDS:
+            _bad_setting(problems, "dlrack_thresholds.%s" % key, value,
+                         "a known threshold (%s)" % ", ".join(sorted(DEFAULT_THRESHOLDS)))
+        else:
+            num = _check_threshold(key, value, problems)
+            th[key] = th[key] if num is None else num
+    return th
+
+
+def _resolve_severity(profile, severity, problems):
+    sev = dict(_DEFAULT_SEVERITY, **PROFILES[profile]["severity"])
+    if severity is None:
+        return sev
+    if not isinstance(severity, dict):
+        _bad_setting(problems, "dlrack_severity", severity, "a mapping of rule id to error, warning, info or off")
+        return sev
+    for key, value in severity.items():
+        level = value.strip().lower() if isinstance(value, str) else None
+        if key not in sev:
+            _bad_setting(problems, "dlrack_severity.%s" % key, value, "a rule id (%s)" % ", ".join(RULE_IDS))
+        elif key == "inventory.schema" and level not in ("error", "warning"):
+            _bad_setting(problems, "dlrack_severity.%s" % key, value, "error or warning (a malformed inventory "
+                         "cannot be switched off)")
+        elif level not in SEVERITIES:
+            _bad_setting(problems, "dlrack_severity.%s" % key, value, "one of %s" % ", ".join(SEVERITIES))
+        else:
+            sev[key] = level
+    return sev
 
 
 _SETTINGS_CACHE = {}
 
 
-def resolve_settings(host, profile="training", thresholds=None, severity=None):
-    """Merge profile defaults with per-host overrides; raise ConfigError naming the bad key."""
-    if not thresholds and not severity and profile in _SETTINGS_CACHE:
-        return _SETTINGS_CACHE[profile]
-    result = _resolve_settings(host, profile, thresholds, severity)
-    if not thresholds and not severity:
-        _SETTINGS_CACHE[profile] = result
-    return result
+def resolve_settings(profile="training", thresholds=None, severity=None):
+    """Profile defaults merged with per-host overrides -> ``(thresholds, severity, problems)``.
+
+    Never raises: each bad value is a Problem naming the variable, and its default is used."""
+    problems = []
+    if not isinstance(profile, str) or profile.strip().lower() not in PROFILES:
+        _bad_setting(problems, "dlrack_profile", profile, "one of %s" % ", ".join(sorted(PROFILES)))
+        profile = "training"
+    profile = profile.strip().lower()
+    plain = thresholds is None and severity is None
+    if plain and profile in _SETTINGS_CACHE:
+        return _SETTINGS_CACHE[profile] + (problems,)
+    th = _resolve_thresholds(profile, thresholds, problems)
+    sev = _resolve_severity(profile, severity, problems)
+    if plain:
+        _SETTINGS_CACHE[profile] = (th, sev)
+    return th, sev, problems
 
 
-def _resolve_settings(host, profile, thresholds, severity):
-    if profile not in PROFILES:
-        raise ConfigError("host %s: dlrack_profile %r is not a profile (use one of %s)"
-                          % (host, profile, ", ".join(sorted(PROFILES))))
-    th = copy.deepcopy(DEFAULT_THRESHOLDS)
-    th.update(PROFILES[profile]["thresholds"])
-    for key, value in (thresholds or {}).items():
-        if key not in DEFAULT_THRESHOLDS:
-            raise ConfigError("host %s: dlrack_thresholds.%s is not a threshold (known: %s)"
-                              % (host, key, ", ".join(sorted(DEFAULT_THRESHOLDS))))
-        if isinstance(DEFAULT_THRESHOLDS[key], dict):
-            if not isinstance(value, dict):
-                raise ConfigError("host %s: dlrack_thresholds.%s must be a mapping" % (host, key))
-            th[key] = dict(th[key], **value)
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError("host %s: dlrack_thresholds.%s must be a number >= 0, got %r"
-                              % (host, key, value))
-        else:
-            th[key] = value
-    sev = dict(PROFILES[profile]["severity"])
-    for key, value in (severity or {}).items():
-        if key not in RULE_IDS:
-            raise ConfigError("host %s: dlrack_severity.%s is not a rule id (known: %s)"
-                              % (host, key, ", ".join(RULE_IDS)))
-        if value not in SEVERITIES:
-            raise ConfigError("host %s: dlrack_severity.%s must be one of %s, got %r"
-                              % (host, key, ", ".join(SEVERITIES), value))
-        sev[key] = value
-    return th, sev
+def _check_archive(value, problems):
+    if value is None or (isinstance(value, str) and value.strip() and len(value) <= MAX_STR
+                         and "{{" not in value):
+        return value.strip() if value is not None else None
+    _bad_setting(problems, "dlrack_external_archive", value, "the archive's URL or path (a non-empty string)")
+    return None
 
+
+def _workload(clean, workload, problems):
+    """The workload to judge: dlrack_hw.workload, else dlrack_workload (validated like the document)."""
+    if clean.get("workload") is not None or workload is None:
+        return clean.get("workload")
+    wl, wl_problems = check_workload(workload, "dlrack_workload")
+    for p in wl_problems:
+        _bad_setting(problems, p.path, p.found, p.expected)
+    return wl
+
+
+# --------------------------------------------------------------------------------------------
+# Per-host context
+# --------------------------------------------------------------------------------------------
+
+_CAP = {"error": {"fail": "error", "warn": "warning"},
+        "warning": {"fail": "warning", "warn": "warning"},
+        "info": {"fail": "info", "warn": "info"}}
+
+
+class _Ctx(object):
+    """One host's evaluation: its document, settings, and the findings collected so far."""
+
+    def __init__(self, name, severity):
+        self.name = name
+        self.sev = severity
+        self.findings = []
+        self.hw = self.th = self.declared = self.workload = self.archive = None
+        self.notes = {}
+        self.problems = []          # (Problem, remedy) for inventory.schema
+        self._disks = None
+
+    def report(self, rule_id, level, observed, required, message, remedy=None):
+        """``level``: pass (info), fail (the rule's severity) or warn (cannot verify / below the
+        recommendation: a warning at most). A rule switched off reports nothing."""
+        configured = self.sev[rule_id]
+        if configured == "off":
+            return
+        self.findings.append({
+            "rule": rule_id, "severity": "info" if level == "pass" else _CAP[configured][level],
+            "observed": observed, "required": required, "message": message,
+            "remedy": None if level == "pass" else remedy})
+
+    def disks(self):
+        """The host's disks by classify_disks, computed once for both storage rules."""
+        if self._disks is None:
+            self._disks = classify_disks(self.hw, self.th["data_disk_min_gb"])
+        return self._disks
+
+    def skip(self, rule_id, message):
+        if self.sev[rule_id] != "off":
+            self.findings.append({"rule": rule_id, "severity": "info", "observed": None, "required": None,
+                                  "message": "not checked: " + message, "remedy": None, "skipped": True})
+
+
+# --------------------------------------------------------------------------------------------
+# Catalogue
+# --------------------------------------------------------------------------------------------
 
 _LOOKUP_CACHE = {}
 
@@ -158,7 +274,7 @@ def _lookup(kind, name):
 def _model_from_pci_name(pci_name):
     """pci.ids names a device "GH100[H100 SXM5 80GB]" or "AD102GL [L6000 / RTX 6000 Ada Generation]":
     the marketing name(s) in brackets, tried against the catalogue in order."""
-    if "[" not in pci_name:
+    if not isinstance(pci_name, str) or "[" not in pci_name:
         return None
     inner = pci_name[pci_name.index("[") + 1:].rstrip("]")
     for alt in [a.strip() for a in inner.split("/")]:
@@ -168,62 +284,31 @@ def _model_from_pci_name(pci_name):
     return None
 
 
-def _gib(mb):
-    return "%.0f GiB" % (mb / 1024.0) if mb is not None else "unknown"
-
-
-class _Ctx(object):
-    """Collects findings for one host."""
-
-    def __init__(self, severity):
-        self.sev = severity
-        self.findings = []
-
-    def add(self, rule, ok, observed, required, message, remedy=None, unknown=False):
-        """ok=True -> info; ok=False -> the rule's severity; unknown -> warning 'cannot verify'."""
-        configured = self.sev.get(rule, "error")
-        if configured == "off":
-            return
-        if ok:
-            severity = "info"
-        elif unknown:
-            severity = "warning" if configured in ("error", "warning") else configured
-        else:
-            severity = configured
-        self.findings.append({
-            "rule": rule, "severity": severity, "observed": observed, "required": required,
-            "message": message, "remedy": remedy if not ok else None,
-        })
-
-    def skip(self, rule, message):
-        if self.sev.get(rule) != "off":
-            self.findings.append({"rule": rule, "severity": "info", "observed": None, "required": None,
-                                  "message": "not checked: " + message, "remedy": None, "skipped": True})
+def _enrich_cpu(cpu, notes):
+    spec = _lookup("cpu", cpu["model"]) if cpu.get("model") else None
+    if not spec:
+        return spec
+    sockets = cpu.get("sockets") or 1
+    if cpu.get("sockets") is None:
+        notes["cpu.sockets"] = "assumed 1 socket (not declared)"
+    for key in ("cores", "threads"):
+        if cpu.get(key) is None and spec.get(key):
+            cpu[key] = spec[key] * sockets
+            notes["cpu." + key] = "catalogue: %s x %d" % (spec.get("model"), sockets)
+    if cpu.get("pcie_lanes") is None:
+        lanes, note = catalogue.cpu_lanes(spec, sockets)
+        if lanes:
+            cpu["pcie_lanes"] = lanes
+            notes["cpu.pcie_lanes"] = "catalogue: " + (note or spec.get("model", ""))
+    if cpu.get("vendor") is None and spec.get("vendor"):
+        cpu["vendor"] = spec["vendor"]
+    return spec
 
 
 def _enrich(hw):
     """Fill unknown figures from the catalogue; return notes on where figures came from."""
     notes = {}
-    cpu = hw["cpu"]
-    spec = _lookup("cpu", cpu["model"]) if cpu.get("model") else None
-    hw["_cpu_spec"] = spec
-    if spec:
-        sockets = cpu.get("sockets") or 1
-        if cpu.get("sockets") is None:
-            notes["cpu.sockets"] = "assumed 1 socket (not declared)"
-        if cpu.get("cores") is None and spec.get("cores"):
-            cpu["cores"] = spec["cores"] * sockets
-            notes["cpu.cores"] = "catalogue: %s x %d" % (spec.get("model"), sockets)
-        if cpu.get("threads") is None and spec.get("threads"):
-            cpu["threads"] = spec["threads"] * sockets
-            notes["cpu.threads"] = "catalogue: %s x %d" % (spec.get("model"), sockets)
-        if cpu.get("pcie_lanes") is None:
-            lanes, note = catalogue.cpu_lanes(spec, sockets)
-            if lanes:
-                cpu["pcie_lanes"] = lanes
-                notes["cpu.pcie_lanes"] = "catalogue: " + (note or spec.get("model", ""))
-        if cpu.get("vendor") is None and spec.get("vendor"):
-            cpu["vendor"] = spec["vendor"]
+    hw["_cpu_spec"] = _enrich_cpu(hw["cpu"], notes)
     for gpu in hw["gpus"] or []:
         if not gpu.get("model") and gpu.get("pci_name"):
             gspec = _model_from_pci_name(gpu["pci_name"])
@@ -238,343 +323,445 @@ def _enrich(hw):
     return notes
 
 
-def _rule_gpu_present(ctx, hw, th):
-    n = len(hw["gpus"] or [])
-    need = th["min_gpus"]
-    if hw["gpus"] is None:
-        ctx.add("gpu.present", False, None, ">= %d" % need, "the GPUs are not declared",
-                "declare dlrack_hw.gpus (model and count) or gather the host", unknown=True)
+def _gib(mb):
+    return "%.0f GiB" % (mb / 1024.0) if mb is not None else "unknown"
+
+
+def _g(num):
+    return "%g" % num
+
+
+# --------------------------------------------------------------------------------------------
+# The rules, in report order
+# --------------------------------------------------------------------------------------------
+
+@rule("inventory.schema", "the dlrack_hw document and the host's dlrack_* settings are well formed", "error")
+def _check_schema(ctx):
+    for problem, remedy in ctx.problems:
+        ctx.report("inventory.schema", "fail", problem.observed(), problem.expected,
+                   "host %s: %s" % (ctx.name, problem.message()), remedy)
+    if ctx.hw is None:
         return
-    ctx.add("gpu.present", n >= need, n, ">= %d" % need,
-            "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) on this node",
-            "install the GPUs, check they are seated and visible in lspci, or set "
-            "dlrack_thresholds.min_gpus: 0 for a node that is meant to have none")
+    for key, what in (("cpu", "cpu.model"), ("gpus", "gpus.model")):
+        specs = [ctx.hw.get("_cpu_spec")] if key == "cpu" else [g.get("_spec") for g in ctx.hw["gpus"] or []]
+        amb = next((sp for sp in specs if sp and sp.get("ambiguous")), None)
+        if amb:
+            model = ctx.hw["cpu"]["model"] if key == "cpu" else ctx.hw["gpus"][0].get("model")
+            candidates = amb.get("candidates") or ["?"]
+            ctx.report("inventory.schema", "warn", model, "one of: %s" % ", ".join(candidates),
+                       "host %s: %s is ambiguous in the catalogue (%s); figures that differ between them are "
+                       "unknown" % (ctx.name, what, ", ".join(candidates)),
+                       "declare the exact model, e.g. %r" % candidates[0])
+    if not ctx.problems:
+        ctx.report("inventory.schema", "pass", "schema %d" % (ctx.hw.get("schema") or 1), "schema 1",
+                   "%s hardware description is well formed" % ctx.hw["source"])
 
 
-def _rule_cores(ctx, hw, th):
-    n = len(hw["gpus"] or [])
-    cores = hw["cpu"].get("cores")
-    rec = th["recommended_cores_per_gpu"]
+@rule("gpu.present", "the node has at least the expected number of GPUs", "error")
+def _check_gpu_present(ctx):
+    need = ctx.th["min_gpus"]
+    if ctx.hw["gpus"] is None:
+        ctx.report("gpu.present", "warn", None, ">= %d" % need, "the GPUs are not declared (unknown)",
+                   "declare dlrack_hw.gpus (model and count, or [] for none) or gather the host")
+        return
+    n = len(ctx.hw["gpus"])
+    ctx.report("gpu.present", "pass" if n >= need else "fail", n, ">= %d" % need,
+               "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) on this node",
+               "install the GPUs, check they are seated and visible in lspci, or set "
+               "dlrack_thresholds.min_gpus: 0 for a node that is meant to have none")
+
+
+@rule("cpu.cores_exceed_gpus", "physical CPU cores > GPUs; >= recommended cores per GPU", "error")
+def _check_cores(ctx):
+    n = len(ctx.hw["gpus"] or [])
+    cores = ctx.hw["cpu"].get("cores")
+    rec = ctx.th["recommended_cores_per_gpu"]
+    rid = "cpu.cores_exceed_gpus"
     if cores is None:
-        ctx.add("cpu.cores_exceed_gpus", False, None, "> %d" % n, "physical core count is unknown",
-                "declare cpu.model (in the catalogue) or cpu.cores", unknown=True)
-        return
-    if n == 0:
-        ctx.add("cpu.cores_exceed_gpus", True, cores, "> 0", "%d cores, no GPU to feed" % cores)
-        return
-    per = cores / float(n)
-    if cores <= n:
-        ctx.add("cpu.cores_exceed_gpus", False, cores, "> %d" % n,
-                "%d physical cores for %d GPUs: fewer cores than GPUs starves every dataloader" % (cores, n),
-                "use a CPU with at least %d cores (%d per GPU recommended) or fewer GPUs per node"
-                % (n * rec, rec))
-    elif per < rec:
-        ctx.findings.append({
-            "rule": "cpu.cores_exceed_gpus", "severity": "warning" if ctx.sev.get("cpu.cores_exceed_gpus") != "off" else "info",
-            "observed": cores, "required": ">= %d (%d per GPU)" % (n * rec, rec),
-            "message": "%d physical cores for %d GPUs is %.1f per GPU, below the recommended %d"
-                       % (cores, n, per, rec),
-            "remedy": "choose a CPU with >= %d cores in total, or lower dlrack_thresholds."
-                      "recommended_cores_per_gpu if the dataloaders are light" % (n * rec)})
+        ctx.report(rid, "warn", None, "> %d" % n, "physical core count is unknown",
+                   "declare cpu.model (in the catalogue) or cpu.cores")
+    elif n == 0:
+        ctx.report(rid, "pass", cores, "> 0", "%d cores, no GPU to feed" % cores)
+    elif cores <= n:
+        ctx.report(rid, "fail", cores, "> %d" % n,
+                   "%d physical cores for %d GPUs: fewer cores than GPUs starves every dataloader" % (cores, n),
+                   "use a CPU with at least %s cores (%s per GPU recommended) or fewer GPUs per node"
+                   % (_g(n * rec), _g(rec)))
+    elif cores < n * rec:
+        ctx.report(rid, "warn", cores, ">= %s (%s per GPU)" % (_g(n * rec), _g(rec)),
+                   "%d physical cores for %d GPUs is %.1f per GPU, below the recommended %s"
+                   % (cores, n, cores / float(n), _g(rec)),
+                   "choose a CPU with >= %s cores in total, or lower dlrack_thresholds."
+                   "recommended_cores_per_gpu if the dataloaders are light" % _g(n * rec))
     else:
-        ctx.add("cpu.cores_exceed_gpus", True, cores, ">= %d" % (n * rec),
-                "%d physical cores for %d GPUs (%.1f per GPU)" % (cores, n, per))
+        ctx.report(rid, "pass", cores, ">= %s" % _g(n * rec),
+                   "%d physical cores for %d GPUs (%.1f per GPU)" % (cores, n, cores / float(n)))
 
 
-def _rule_lanes(ctx, hw, th, notes):
-    n = len(hw["gpus"] or [])
-    need = n * th["pcie_lanes_per_gpu"]
-    lanes = hw["cpu"].get("pcie_lanes")
-    model = hw["cpu"].get("model")
+@rule("cpu.pcie_lanes", "CPU PCIe lanes >= 16 x GPUs", "error")
+def _check_lanes(ctx):
+    n = len(ctx.hw["gpus"] or [])
+    per = ctx.th["pcie_lanes_per_gpu"]
+    need = n * per
+    lanes = ctx.hw["cpu"].get("pcie_lanes")
+    model = ctx.hw["cpu"].get("model")
     if n == 0:
         ctx.skip("cpu.pcie_lanes", "no GPUs")
-        return
-    if lanes is None:
-        ctx.add("cpu.pcie_lanes", False, None, ">= %d" % need,
-                "cannot verify: CPU model %r is not in the catalogue and cpu.pcie_lanes is not declared"
-                % (model,) if model else "cannot verify: the CPU model is unknown",
-                "declare dlrack_hw.cpu.pcie_lanes for this platform, or add the model to the catalogue",
-                unknown=True)
-        return
-    src = notes.get("cpu.pcie_lanes")
-    observed = "%d%s" % (lanes, " (%s)" % src if src else "")
-    ctx.add("cpu.pcie_lanes", lanes >= need, observed, ">= %d (x%d per GPU)" % (need, th["pcie_lanes_per_gpu"]),
-            "%d CPU PCIe lanes for %d GPUs (%d needed for x%d each)" % (lanes, n, need, th["pcie_lanes_per_gpu"]),
-            "use a platform with more CPU lanes (a second socket, EPYC/Xeon instead of a desktop CPU) "
-            "or fewer GPUs per node")
+    elif lanes is None:
+        ctx.report("cpu.pcie_lanes", "warn", None, ">= %d" % need,
+                   "cannot verify: CPU model %r is not in the catalogue and cpu.pcie_lanes is not declared"
+                   % (model,) if model else "cannot verify: the CPU model is unknown",
+                   "declare dlrack_hw.cpu.pcie_lanes for this platform, or add the model to the catalogue")
+    else:
+        src = ctx.notes.get("cpu.pcie_lanes")
+        ctx.report("cpu.pcie_lanes", "pass" if lanes >= need else "fail",
+                   "%d%s" % (lanes, " (%s)" % src if src else ""), ">= %d (x%d per GPU)" % (need, per),
+                   "%d CPU PCIe lanes for %d GPUs (%d needed for x%d each)" % (lanes, n, need, per),
+                   "use a platform with more CPU lanes (a second socket, EPYC/Xeon instead of a desktop CPU) "
+                   "or fewer GPUs per node")
 
 
-def _rule_pcie_link(ctx, hw):
-    gpus = hw["gpus"] or []
+@rule("gpu.pcie_link", "every GPU's link width equals its maximum", "error")
+def _check_pcie_link(ctx):
+    gpus = ctx.hw["gpus"] or []
     if not gpus:
         ctx.skip("gpu.pcie_link", "no GPUs")
         return
-    if hw["source"] == "declared":
+    if ctx.hw["source"] == "declared":
         ctx.skip("gpu.pcie_link", "negotiated link width is only known once the host is gathered")
         return
     bad, unknown, ok = [], [], []
     for g in gpus:
-        p = g.get("pcie") or {}
-        w, wm = p.get("width"), p.get("width_max")
-        label = "GPU%s %s" % (g.get("index"), g.get("pci_bus_id") or "")
+        w, wm = g["pcie"].get("width"), g["pcie"].get("width_max")
+        label = ("GPU%s %s" % (g.get("index"), g.get("pci_bus_id") or "")).strip()
         if w is None or wm is None:
-            unknown.append(label.strip())
+            unknown.append(label)
         elif w < wm:
-            bad.append("%s x%d of x%d" % (label.strip(), w, wm))
+            bad.append("%s x%d of x%d" % (label, w, wm))
         else:
             ok.append(w)
     if bad:
-        ctx.add("gpu.pcie_link", False, "; ".join(bad), "width = width_max (x16)",
-                "%d GPU(s) negotiated a narrower link than they support: %s" % (len(bad), "; ".join(bad)),
-                "reseat the card, move it to an x16 slot, check riser/bifurcation settings in the BIOS "
-                "(the idle link SPEED downshift to 2.5 GT/s is normal; the WIDTH must not drop)")
+        ctx.report("gpu.pcie_link", "fail", "; ".join(bad), "width = width_max (x16)",
+                   "%d GPU(s) negotiated a narrower link than they support: %s" % (len(bad), "; ".join(bad)),
+                   "reseat the card, move it to an x16 slot, check riser/bifurcation settings in the BIOS "
+                   "(the idle link SPEED downshift to 2.5 GT/s is normal; the WIDTH must not drop)")
     if unknown:
-        ctx.add("gpu.pcie_link", False, "unknown for " + ", ".join(unknown), "width = width_max",
-                "cannot verify the link width of %s (no sysfs link files: VM pass-through or vGPU?)"
-                % ", ".join(unknown), "check the link on the hypervisor host", unknown=True)
+        ctx.report("gpu.pcie_link", "warn", "unknown for " + ", ".join(unknown), "width = width_max",
+                   "cannot verify the link width of %s (no sysfs link files: VM pass-through or vGPU?)"
+                   % ", ".join(unknown), "check the link on the hypervisor host")
     if not bad and not unknown:
-        ctx.add("gpu.pcie_link", True, "x%s" % "/x".join(str(w) for w in sorted(set(ok))), "width = width_max",
-                "all %d GPU links at their full width" % len(ok))
+        ctx.report("gpu.pcie_link", "pass", "x%s" % "/x".join(str(w) for w in sorted(set(ok))), "width = width_max",
+                   "all %d GPU links at their full width" % len(ok))
 
 
-def _gpu_mem_total(gpus):
-    mems = [g.get("memory_mb") for g in gpus]
-    if any(m is None for m in mems):
-        return None
-    return sum(mems)
+def _unknown_memory(ram, gpus):
+    if ram is None:
+        return "system RAM"
+    if any(not g.get("model") for g in gpus):
+        return "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)"
+    return "GPU memory (model %r not in the catalogue)" % next(g.get("model") for g in gpus if g.get("memory_mb") is None)
 
 
-def _rule_ram(ctx, hw, th):
-    gpus = hw["gpus"] or []
-    ram = hw["memory"].get("total_mb")
+@rule("memory.exceeds_vram", "system RAM > total GPU memory; >= 2x recommended", "error")
+def _check_ram(ctx):
+    gpus = ctx.hw["gpus"] or []
+    ram = ctx.hw["memory"].get("total_mb")
     if not gpus:
         ctx.skip("memory.exceeds_vram", "no GPUs")
         return
-    vram = _gpu_mem_total(gpus)
+    mems = [g.get("memory_mb") for g in gpus]
+    vram = None if None in mems else sum(mems)
     if ram is None or vram is None:
-        if ram is None:
-            what = "system RAM"
-        elif any(not g.get("model") for g in gpus):
-            what = "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)"
-        else:
-            what = "GPU memory (model %r not in the catalogue)" % next(
-                g.get("model") for g in gpus if g.get("memory_mb") is None)
-        ctx.add("memory.exceeds_vram", False, _gib(ram), "> %s" % _gib(vram), "cannot verify: %s unknown" % what,
-                "declare memory.total_mb and the GPU model or memory_mb", unknown=True)
+        ctx.report("memory.exceeds_vram", "warn", _gib(ram), "> %s" % _gib(vram),
+                   "cannot verify: %s unknown" % _unknown_memory(ram, gpus),
+                   "declare memory.total_mb and the GPU model or memory_mb")
         return
-    lo, rec = th["ram_to_vram_min"], th["ram_to_vram_recommended"]
+    lo, rec = ctx.th["ram_to_vram_min"], ctx.th["ram_to_vram_recommended"]
     if ram <= vram * lo:
-        ctx.add("memory.exceeds_vram", False, _gib(ram), "> %s" % _gib(vram * lo),
-                "system RAM %s is not more than the GPUs' %s: pinned buffers, dataset caching and "
-                "checkpoint staging will swap" % (_gib(ram), _gib(vram)),
-                "install at least %s of RAM (%s recommended)" % (_gib(vram * lo), _gib(vram * rec)))
+        ctx.report("memory.exceeds_vram", "fail", _gib(ram), "> %s" % _gib(vram * lo),
+                   "system RAM %s is not more than the GPUs' %s: pinned buffers, dataset caching and "
+                   "checkpoint staging will swap" % (_gib(ram), _gib(vram)),
+                   "install at least %s of RAM (%s recommended)" % (_gib(vram * lo), _gib(vram * rec)))
     elif ram < vram * rec:
-        ctx.findings.append({
-            "rule": "memory.exceeds_vram", "severity": "warning", "observed": _gib(ram),
-            "required": ">= %s (%.0fx GPU memory)" % (_gib(vram * rec), rec),
-            "message": "system RAM %s is %.2fx the GPUs' %s, below the recommended %.0fx"
-                       % (_gib(ram), ram / float(vram), _gib(vram), rec),
-            "remedy": "add RAM to reach %s" % _gib(vram * rec)})
+        ctx.report("memory.exceeds_vram", "warn", _gib(ram), ">= %s (%gx GPU memory)" % (_gib(vram * rec), rec),
+                   "system RAM %s is %.2fx the GPUs' %s, below the recommended %gx"
+                   % (_gib(ram), ram / float(vram), _gib(vram), rec),
+                   "add RAM to reach %s" % _gib(vram * rec))
     else:
-        ctx.add("memory.exceeds_vram", True, _gib(ram), ">= %s" % _gib(vram * rec),
-                "system RAM %s is %.1fx GPU memory %s" % (_gib(ram), ram / float(vram), _gib(vram)))
+        ctx.report("memory.exceeds_vram", "pass", _gib(ram), ">= %s" % _gib(vram * rec),
+                   "system RAM %s is %.1fx GPU memory %s" % (_gib(ram), ram / float(vram), _gib(vram)))
 
 
-def _rule_ecc(ctx, hw):
-    ecc = hw["memory"].get("ecc")
+@rule("memory.ecc", "ECC memory", "error")
+def _check_ecc(ctx):
+    ecc = ctx.hw["memory"].get("ecc")
     if ecc in ("multi-bit", "single-bit"):
-        ctx.add("memory.ecc", True, ecc, "multi-bit or single-bit ECC", "memory reports %s ECC" % ecc)
+        ctx.report("memory.ecc", "pass", ecc, "multi-bit or single-bit ECC", "memory reports %s ECC" % ecc)
     elif ecc == "none":
-        ctx.add("memory.ecc", False, "none", "ECC", "the memory has no ECC: bit flips silently corrupt "
-                "week-long runs and checkpoints", "use registered ECC DIMMs on a platform that supports them")
+        ctx.report("memory.ecc", "fail", "none", "ECC", "the memory has no ECC: bit flips silently corrupt "
+                   "week-long runs and checkpoints", "use registered ECC DIMMs on a platform that supports them")
     else:
-        ctx.add("memory.ecc", False, ecc or "unknown", "ECC",
-                "cannot verify ECC: dmidecode type 16 not available (not root, a VM, or not declared)",
-                "run the preflight with become: true on the real host, or declare memory.ecc", unknown=True)
+        ctx.report("memory.ecc", "warn", ecc or "unknown", "ECC",
+                   "cannot verify ECC: dmidecode type 16 not available (not root, a VM, or not declared)",
+                   "run the preflight with become: true on the real host, or declare memory.ecc")
 
 
-def _rule_edac(ctx, hw):
-    ecc = hw["memory"].get("ecc")
-    edac = hw["memory"].get("edac")
-    if hw["source"] == "declared":
+@rule("memory.edac_active", "an EDAC driver reports memory errors", "warning")
+def _check_edac(ctx):
+    ecc = ctx.hw["memory"].get("ecc")
+    edac = ctx.hw["memory"].get("edac")
+    if ctx.hw["source"] == "declared":
         ctx.skip("memory.edac_active", "EDAC drivers are only known once the host is gathered")
-        return
-    if ecc not in ("multi-bit", "single-bit"):
-        if edac:
-            ctx.add("memory.edac_active", True, edac.get("driver"), "an EDAC driver",
-                    "EDAC driver %s active" % edac.get("driver"))
-        else:
-            ctx.add("memory.edac_active", False, "no EDAC", "an EDAC driver where ECC DIMMs exist",
-                    "memory error reporting state is unknown (no ECC reported and no EDAC memory controller)",
-                    "apply the ecc_monitor role; on bare metal with ECC DIMMs load the platform EDAC driver",
-                    unknown=True)
-        return
-    if edac and (edac.get("controllers") or 0) > 0:
-        ctx.add("memory.edac_active", True, edac.get("driver"), "an EDAC driver",
-                "EDAC driver %s reports %s memory controller(s)" % (edac.get("driver"), edac.get("controllers")))
+    elif ecc not in ("multi-bit", "single-bit") and edac:
+        ctx.report("memory.edac_active", "pass", edac.get("driver"), "an EDAC driver",
+                   "EDAC driver %s active" % edac.get("driver"))
+    elif ecc not in ("multi-bit", "single-bit"):
+        ctx.report("memory.edac_active", "warn", "no EDAC", "an EDAC driver where ECC DIMMs exist",
+                   "memory error reporting state is unknown (no ECC reported and no EDAC memory controller)",
+                   "apply the ecc_monitor role; on bare metal with ECC DIMMs load the platform EDAC driver")
+    elif edac and (edac.get("controllers") or 0) > 0:
+        ctx.report("memory.edac_active", "pass", edac.get("driver"), "an EDAC driver",
+                   "EDAC driver %s reports %s memory controller(s)" % (edac.get("driver"), edac.get("controllers")))
     else:
-        ctx.add("memory.edac_active", False, "none loaded", "an EDAC memory-controller driver",
-                "ECC DIMMs are installed but no EDAC driver is loaded: corrected errors go unseen until "
-                "they become uncorrected", "apply the dlrack.node.ecc_monitor role (loads i10nm_edac/skx_edac/"
-                "amd64_edac and rasdaemon)")
+        ctx.report("memory.edac_active", "fail", "none loaded", "an EDAC memory-controller driver",
+                   "ECC DIMMs are installed but no EDAC driver is loaded: corrected errors go unseen until "
+                   "they become uncorrected", "apply the dlrack.node.ecc_monitor role (loads i10nm_edac/skx_edac/"
+                   "amd64_edac and rasdaemon)")
 
 
-def _rule_ecc_errors(ctx, hw, th):
-    """Memory error counts, judged by the ECC collector's own assess_ecc (one implementation)."""
-    edac = hw["memory"].get("edac")
-    if hw["source"] == "declared" or not edac:
-        ctx.skip("memory.ecc_errors", "no EDAC counters (see memory.edac_active)"
-                 if hw["source"] != "declared" else "error counters are only known once the host is gathered")
+_ECC_LEVEL = {"error": "fail", "warning": "warn", "info": "pass"}
+
+
+@rule("memory.ecc_errors", "no uncorrected memory errors; corrected errors within budget", "error")
+def _check_ecc_errors(ctx):
+    """Memory error counts, judged by the ECC policy the node collector uses (ecc_policy)."""
+    edac = ctx.hw["memory"].get("edac")
+    if ctx.hw["source"] == "declared":
+        ctx.skip("memory.ecc_errors", "error counters are only known once the host is gathered")
         return
-    configured = ctx.sev.get("memory.ecc_errors", "error")
-    if configured == "off":
+    if not edac:
+        ctx.skip("memory.ecc_errors", "no EDAC counters (see memory.edac_active)")
         return
-    for f in assess_ecc(edac, uptime_s=hw.get("uptime_s"), budget_24h=th["ecc_corrected_budget_24h"]):
-        f = dict(f, rule="memory.ecc_errors")
-        if f["severity"] == "error":
-            f["severity"] = configured if configured != "info" else "info"
-        ctx.findings.append(f)
+    for f in assess_ecc(edac, uptime_s=ctx.hw.get("uptime_s"), budget_24h=ctx.th["ecc_corrected_budget_24h"]):
+        ctx.report("memory.ecc_errors", _ECC_LEVEL[f["severity"]], f["observed"], f["required"], f["message"],
+                   f["remedy"])
 
 
-def _disks_by_kind(hw):
-    out = {"nvme": [], "ssd": [], "hdd": []}
-    for d in hw["disks"] or []:
-        if d.get("kind") in out:
-            out[d["kind"]].append(d)
+_IMAGE_FS = ("squashfs", "iso9660", "erofs", "udf", "cramfs")
+
+
+_ROLES = {"system": "system disk", "read_only": "read-only", "small": "small", "removable": "removable"}
+
+
+def _not_data_disk(disk, min_bytes):
+    """Why a disk is not a local data disk, or None when it is one. The node's one rule
+    (``blockdev.disk_role``: system, read-only, small, removable) decides, taken from hw_facts'
+    ``role`` when gathered and applied to declared entries the same way; on top of it the
+    controller excludes read-only images by signature, disks below the ``min_data_disk_gb``
+    threshold and disks of unknown kind."""
+    in_use = disk.get("in_use") or {}
+    image = [s.split(":")[-1] for s in in_use.get("signatures") or [] if s.split(":")[-1] in _IMAGE_FS]
+    role = disk.get("role") or blockdev.disk_role(disk)
+    if role == "system":
+        return "system disk"
+    if role == "read_only" or image:
+        return "read-only%s" % (" " + image[0] if image else "")
+    size = disk.get("size_bytes")
+    if size is not None and size < min_bytes:
+        return "%.1f GB, below %g GB" % (size / 1e9, min_bytes / 1e9)
+    if role == "removable" or disk.get("role") in _ROLES:
+        # a declared entry's size is judged by the threshold above only (declarations may
+        # describe small disks on purpose); hw_facts' own "small" verdict stands
+        return _ROLES[disk.get("role") or role]
+    if disk.get("kind") is None and disk.get("transport") != "virtio":
+        return "kind unknown"
+    return None
+
+
+def classify_disks(hw, min_gb):
+    """THE classification of local data disks, used by both storage rules and the declaration check.
+
+    Returns ``{"nvme": [...], "ssd": [...], "hdd": [...], "virtual": [...], "excluded": [(disk, why)]}``:
+    the system disk, read-only devices and images (a squashfs holding the driver), removable
+    media, devices below ``min_gb`` and disks of unknown kind are excluded; virtio disks are
+    "virtual" (the medium behind the hypervisor is unknown: rotational=1 there means nothing)."""
+    out = {"nvme": [], "ssd": [], "hdd": [], "virtual": [], "excluded": []}
+    verdicts = {}       # identical declared disks share one entry: judge it once
+    for disk in hw["disks"] or []:
+        verdict = verdicts.get(id(disk))
+        if verdict is None:
+            why = _not_data_disk(disk, min_gb * 1e9)
+            if why:
+                verdict = verdicts[id(disk)] = ("excluded", why)
+            elif disk.get("transport") == "virtio" and disk.get("kind") != "nvme":
+                verdict = verdicts[id(disk)] = ("virtual", None)
+            else:
+                verdict = verdicts[id(disk)] = (disk["kind"], None)
+        out[verdict[0]].append((disk, verdict[1]) if verdict[1] else disk)
     return out
 
 
-def _rule_storage(ctx, hw, external_archive):
-    if hw["disks"] is None:
-        ctx.add("storage.nvme_hot_cache", False, None, ">= 1 NVMe", "disks are not declared",
-                "declare dlrack_hw.disks", unknown=True)
-        ctx.add("storage.hdd_cold_archive", False, None, "an HDD array", "disks are not declared",
-                "declare dlrack_hw.disks or dlrack_external_archive", unknown=True)
+def _excluded_text(excluded):
+    return "; ".join("%s: %s" % (d.get("name") or d.get("kind") or "disk", why) for d, why in excluded[:8])
+
+
+@rule("storage.nvme_hot_cache", "NVMe for the hot training-data cache", "error")
+def _check_hot_cache(ctx):
+    if ctx.hw["disks"] is None:
+        ctx.report("storage.nvme_hot_cache", "warn", None, ">= 1 NVMe", "disks are not declared",
+                   "declare dlrack_hw.disks")
         return
-    kinds = _disks_by_kind(hw)
-    data_nvme = [d for d in kinds["nvme"] if not (d.get("in_use") or {}).get("system")]
-    if data_nvme:
-        ctx.add("storage.nvme_hot_cache", True, "%d NVMe" % len(data_nvme), ">= 1 NVMe (not the system disk)",
-                "%d NVMe device(s) for the hot cache" % len(data_nvme))
-    elif kinds["nvme"] or kinds["ssd"] or kinds["hdd"]:
-        what = ("only the system NVMe" if kinds["nvme"] else
-                "%d SATA/SAS SSD, %d HDD, no NVMe" % (len(kinds["ssd"]), len(kinds["hdd"])))
-        ctx.findings.append({
-            "rule": "storage.nvme_hot_cache", "severity": "warning", "observed": what,
-            "required": ">= 1 NVMe (not the system disk)",
-            "message": "no data NVMe: the hot training-data cache would sit on %s; the GPUs will wait "
-                       "for data" % ("the system disk" if kinds["nvme"] else "SATA/HDD"),
-            "remedy": "add NVMe drives for the hot tier"})
+    disks = ctx.disks()
+    others = [(len(disks[k]), label) for k, label in
+              (("ssd", "SATA/SAS SSD"), ("hdd", "HDD"), ("virtual", "virtual disk(s)")) if disks[k]]
+    system_nvme = [d for d, why in disks["excluded"] if d.get("kind") == "nvme" and why == "system disk"]
+    if disks["nvme"]:
+        ctx.report("storage.nvme_hot_cache", "pass", "%d NVMe" % len(disks["nvme"]), ">= 1 NVMe (not the system disk)",
+                   "%d NVMe device(s) for the hot cache" % len(disks["nvme"]))
+    elif others or system_nvme:
+        what = ", ".join("%d %s" % o for o in others) + ", no data NVMe" if others else "only the system NVMe"
+        ctx.report("storage.nvme_hot_cache", "warn", what, ">= 1 NVMe (not the system disk)",
+                   "no data NVMe: the hot training-data cache would sit on %s; the GPUs will wait for data"
+                   % ("SATA/HDD or virtual disks" if others else "the system disk"), "add NVMe drives for the hot tier")
     else:
-        ctx.add("storage.nvme_hot_cache", False, "no disks", ">= 1 NVMe", "no local data disk at all",
-                "add NVMe drives for the hot training-data cache")
-    hdds = [d for d in kinds["hdd"] if d.get("transport") != "virtio" and not (d.get("in_use") or {}).get("system")]
+        ctx.report("storage.nvme_hot_cache", "fail", "no data disk" + (
+                   " (%s)" % _excluded_text(disks["excluded"]) if disks["excluded"] else ""), ">= 1 NVMe",
+                   "no local data disk at all", "add NVMe drives for the hot training-data cache")
+
+
+@rule("storage.hdd_cold_archive", "an HDD array or external archive for cold data", "warning")
+def _check_cold_archive(ctx):
+    if ctx.hw["disks"] is None and not ctx.archive:
+        ctx.report("storage.hdd_cold_archive", "warn", None, "an HDD array", "disks are not declared",
+                   "declare dlrack_hw.disks or dlrack_external_archive")
+        return
+    hdds = ctx.disks()["hdd"]
     if hdds:
-        ctx.add("storage.hdd_cold_archive", True, "%d HDD" % len(hdds), "an HDD array",
-                "%d HDD(s) for the cold archive" % len(hdds))
-    elif external_archive:
-        ctx.add("storage.hdd_cold_archive", True, "external: %s" % external_archive, "an HDD array or archive",
-                "cold data goes to the external archive %s" % external_archive)
+        ctx.report("storage.hdd_cold_archive", "pass", "%d HDD" % len(hdds), "an HDD array",
+                   "%d HDD(s) for the cold archive" % len(hdds))
+    elif ctx.archive:
+        ctx.report("storage.hdd_cold_archive", "pass", "external: %s" % ctx.archive, "an HDD array or archive",
+                   "cold data goes to the external archive %s" % ctx.archive)
     else:
-        ctx.add("storage.hdd_cold_archive", False, "no HDD", "an HDD array or dlrack_external_archive",
-                "no HDD array and no external archive declared for raw datasets, weights and logs",
-                "add an HDD array (RAID6) or set dlrack_external_archive to the NFS/S3 target")
+        ctx.report("storage.hdd_cold_archive", "fail", "no HDD", "an HDD array or dlrack_external_archive",
+                   "no HDD array and no external archive declared for raw datasets, weights and logs",
+                   "add an HDD array (RAID6) or set dlrack_external_archive to the NFS/S3 target")
 
 
-def _rule_workload(ctx, hw, th, workload):
-    gpus = hw["gpus"] or []
+def _workload_estimate(th, kind, params_b, n_gpus):
+    """(GB for the whole job, GB per GPU, sharded?) for ``kind`` of ``params_b`` billion parameters."""
+    bpp = th["workload_bytes_per_param"].get(kind, 16)
+    need_gb = params_b * bpp * th["workload_overhead"]  # 1e9 params * bytes = GB
+    sharded = kind in ("full_finetune", "pretrain", "inference")
+    return bpp, need_gb, (need_gb / n_gpus if sharded else need_gb), sharded
+
+
+def _workload_problems(th, kind, params_b, gpus, min_gb):
+    bpp, need_gb, per_gpu_need, sharded = _workload_estimate(th, kind, params_b, len(gpus))
+    problems = []
+    if kind in ("full_finetune", "pretrain") and params_b >= th["large_model_params_b"] \
+            and min_gb < th["large_model_min_vram_gb"] - 0.5:
+        problems.append("full-parameter training of a %gB model needs GPUs with >= %g GB each (smallest has %.0f GB)"
+                        % (params_b, th["large_model_min_vram_gb"], min_gb))
+    if per_gpu_need > min_gb:
+        problems.append("the estimate for %s of %gB parameters is %.0f GB (%g bytes/param x %g)%s = %.0f GB per "
+                        "GPU, more than the %.0f GB each GPU has"
+                        % (kind, params_b, need_gb, bpp, th["workload_overhead"],
+                           " sharded over %d GPUs" % len(gpus) if sharded else "", per_gpu_need, min_gb))
+    return per_gpu_need, problems
+
+
+@rule("gpu.vram_for_workload", "GPU memory fits the declared workload", "error")
+def _check_workload(ctx):
+    gpus = ctx.hw["gpus"] or []
+    workload = ctx.workload
     if not workload or not workload.get("model_params_b"):
         ctx.skip("gpu.vram_for_workload", "no workload declared (dlrack_hw.workload or dlrack_workload)")
         return
     if not gpus:
-        ctx.add("gpu.vram_for_workload", False, "no GPU", "GPUs", "a workload is declared but there is no GPU",
-                "declare or install GPUs")
+        ctx.report("gpu.vram_for_workload", "fail", "no GPU", "GPUs", "a workload is declared but there is no GPU",
+                   "declare or install GPUs")
+        return
+    if any(g.get("memory_mb") is None for g in gpus):
+        ctx.report("gpu.vram_for_workload", "warn", None, None, "cannot verify: GPU memory unknown",
+                   "declare the GPU model or memory_mb")
         return
     kind = workload.get("kind") or "full_finetune"
     params_b = float(workload["model_params_b"])
-    per_gpu = [g.get("memory_mb") for g in gpus]
-    if any(m is None for m in per_gpu):
-        ctx.add("gpu.vram_for_workload", False, None, None, "cannot verify: GPU memory unknown",
-                "declare the GPU model or memory_mb", unknown=True)
-        return
-    min_gb = min(per_gpu) / 1024.0
-    bpp = th["workload_bytes_per_param"].get(kind, 16)
-    need_gb = params_b * bpp * th["workload_overhead"]  # 1e9 params * bytes = GB
-    sharded = kind in ("full_finetune", "pretrain", "inference")
-    per_gpu_need = need_gb / len(gpus) if sharded else need_gb
-    problems = []
-    if kind in ("full_finetune", "pretrain") and params_b >= th["large_model_params_b"] \
-            and min_gb < th["large_model_min_vram_gb"] - 0.5 * 1.0:
-        problems.append("full-parameter training of a %gB model needs GPUs with >= %d GB each (smallest has %.0f GB)"
-                        % (params_b, th["large_model_min_vram_gb"], min_gb))
-    if per_gpu_need > min_gb:
-        problems.append("the estimate for %s of %gB parameters is %.0f GB (%d bytes/param x %.1f)%s = %.0f GB per "
-                        "GPU, more than the %.0f GB each GPU has"
-                        % (kind, params_b, need_gb, bpp, th["workload_overhead"],
-                           " sharded over %d GPUs" % len(gpus) if sharded else "", per_gpu_need, min_gb))
+    min_gb = min(g["memory_mb"] for g in gpus) / 1024.0
+    per_gpu_need, problems = _workload_problems(ctx.th, kind, params_b, gpus, min_gb)
     observed = "%d x %.0f GB" % (len(gpus), min_gb)
     required = "%.0f GB per GPU for %s %gB" % (per_gpu_need, kind, params_b)
     if problems:
-        ctx.add("gpu.vram_for_workload", False, observed, required, "; ".join(problems),
-                "use 80 GB-class GPUs (A100/H100 80GB, H200), more GPUs to shard over, or LoRA instead of "
-                "full fine-tuning")
+        ctx.report("gpu.vram_for_workload", "fail", observed, required, "; ".join(problems),
+                   "use 80 GB-class GPUs (A100/H100 80GB, H200), more GPUs to shard over, or LoRA instead of "
+                   "full fine-tuning")
     else:
-        ctx.add("gpu.vram_for_workload", True, observed, required,
-                "%s of %gB fits: %.0f GB per GPU needed, %.0f GB available" % (kind, params_b, per_gpu_need, min_gb))
+        ctx.report("gpu.vram_for_workload", "pass", observed, required,
+                   "%s of %gB fits: %.0f GB per GPU needed, %.0f GB available" % (kind, params_b, per_gpu_need, min_gb))
 
 
-def _rule_interconnect(ctx, hw):
-    gpus = hw["gpus"] or []
+@rule("gpu.interconnect", "NVLink/NVSwitch between GPUs of a multi-GPU node", "warning")
+def _check_interconnect(ctx):
+    gpus = ctx.hw["gpus"] or []
     if len(gpus) < 2:
         ctx.skip("gpu.interconnect", "fewer than 2 GPUs")
         return
     active = [g.get("nvlink_active") for g in gpus]
-    if all(a for a in active):
-        ctx.add("gpu.interconnect", True, "NVLink (%d links on GPU0)" % active[0], "NVLink/NVSwitch",
-                "all %d GPUs have active NVLink" % len(gpus))
-        return
-    capable = [bool((g.get("_spec") or {}).get("nvlink")) for g in gpus]
-    if all(a is None for a in active) and all(capable):
-        ctx.add("gpu.interconnect", True, "NVLink-capable model", "NVLink/NVSwitch",
-                "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi"
-                % (gpus[0].get("model")))
-        return
-    observed = "PCIe only" if not any(active) else "NVLink on %d of %d GPUs" % (sum(1 for a in active if a), len(gpus))
-    if all(a is None for a in active) and not all(capable):
-        if not all(g.get("model") for g in gpus):
-            ctx.add("gpu.interconnect", False, "unknown", "NVLink/NVSwitch",
-                    "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
-                    "install the NVIDIA driver and gather again", unknown=True)
-            return
-        observed = "no NVLink (model %s)" % gpus[0].get("model")
-    ctx.add("gpu.interconnect", False, observed, "NVLink/NVSwitch",
-            "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
-            % len(gpus), "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
+    capable = all((g.get("_spec") or {}).get("nvlink") for g in gpus)
+    if all(active):
+        ctx.report("gpu.interconnect", "pass", "NVLink (%d links on GPU0)" % active[0], "NVLink/NVSwitch",
+                   "all %d GPUs have active NVLink" % len(gpus))
+    elif all(a is None for a in active) and capable:
+        ctx.report("gpu.interconnect", "pass", "NVLink-capable model", "NVLink/NVSwitch",
+                   "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi"
+                   % gpus[0].get("model"))
+    elif all(a is None for a in active) and not all(g.get("model") for g in gpus):
+        ctx.report("gpu.interconnect", "warn", "unknown", "NVLink/NVSwitch",
+                   "cannot verify NVLink: GPU model unknown (no nvidia-smi)", "install the NVIDIA driver and gather again")
+    else:
+        if all(a is None for a in active):
+            observed = "no NVLink (model %s)" % gpus[0].get("model")
+        elif any(active):
+            observed = "NVLink on %d of %d GPUs" % (sum(1 for a in active if a), len(gpus))
+        else:
+            observed = "PCIe only"
+        ctx.report("gpu.interconnect", "fail", observed, "NVLink/NVSwitch",
+                   "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
+                   % len(gpus), "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
 
 
-def _rule_gpu_ecc(ctx, hw):
-    gpus = hw["gpus"] or []
+@rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning")
+def _check_gpu_ecc(ctx):
+    gpus = ctx.hw["gpus"] or []
+    off = ["GPU%s" % g.get("index") for g in gpus
+           if g.get("ecc_enabled") is False and (g.get("_spec") or {}).get("ecc") is not False]
     if not gpus:
         ctx.skip("gpu.ecc_mode", "no GPUs")
-        return
-    off = []
-    for g in gpus:
-        capable = (g.get("_spec") or {}).get("ecc")
-        if g.get("ecc_enabled") is False and capable is not False:
-            off.append("GPU%s" % g.get("index"))
-    if off:
-        ctx.add("gpu.ecc_mode", False, "disabled on " + ", ".join(off), "enabled",
-                "GPU ECC is disabled on %s although the card supports it" % ", ".join(off),
-                "nvidia-smi -e 1 (then reboot or reset the GPUs)")
+    elif off:
+        ctx.report("gpu.ecc_mode", "fail", "disabled on " + ", ".join(off), "enabled",
+                   "GPU ECC is disabled on %s although the card supports it" % ", ".join(off),
+                   "nvidia-smi -e 1 (then reboot or reset the GPUs)")
     elif any(g.get("ecc_enabled") is None for g in gpus):
         ctx.skip("gpu.ecc_mode", "ECC mode not known (declared, or no nvidia-smi)")
     else:
-        ctx.add("gpu.ecc_mode", True, "enabled", "enabled", "ECC enabled on all GPUs that support it")
+        ctx.report("gpu.ecc_mode", "pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
 
 
 def _norm_model(name, kind):
     spec = _lookup(kind, name) if name else None
     return (spec or {}).get("model") or (name or "").strip().lower()
+
+
+def _disk_diffs(declared, gathered, min_gb):
+    """Declared disk counts per kind vs the gathered data disks (or all disks of that kind)."""
+    dk, gk = classify_disks(declared, 0), classify_disks(gathered, min_gb)
+    diffs = []
+    for kind in ("nvme", "hdd"):
+        gathered_all = len(gk[kind]) + sum(1 for d, dummy in gk["excluded"] if d.get("kind") == kind)
+        if len(dk[kind]) not in (len(gk[kind]), gathered_all):
+            diffs.append(("disks.%s" % kind, len(dk[kind]), len(gk[kind])))
+    return diffs
 
 
 def compare_declared(declared, gathered, th):
@@ -583,116 +770,105 @@ def compare_declared(declared, gathered, th):
     dg, gg = declared["gpus"] or [], gathered["gpus"] or []
     if declared["gpus"] is not None and len(dg) != len(gg):
         diffs.append(("gpus.count", len(dg), len(gg)))
-    dmodels = sorted(_norm_model(g.get("model"), "gpu") for g in dg if g.get("model"))
-    gmodels = sorted(_norm_model(g.get("model"), "gpu") for g in gg if g.get("model"))
-    if dmodels and gmodels and sorted(set(dmodels)) != sorted(set(gmodels)):
-        diffs.append(("gpus.model", ", ".join(sorted(set(dmodels))), ", ".join(sorted(set(gmodels)))))
+    dmodels = set(_norm_model(g.get("model"), "gpu") for g in dg if g.get("model"))
+    gmodels = set(_norm_model(g.get("model"), "gpu") for g in gg if g.get("model"))
+    if dmodels and gmodels and dmodels != gmodels:
+        diffs.append(("gpus.model", ", ".join(sorted(dmodels)), ", ".join(sorted(gmodels))))
     dcpu, gcpu = declared["cpu"], gathered["cpu"]
     if dcpu.get("model") and gcpu.get("model") and _norm_model(dcpu["model"], "cpu") != _norm_model(gcpu["model"], "cpu"):
         diffs.append(("cpu.model", dcpu["model"], gcpu["model"]))
     if dcpu.get("sockets") and gcpu.get("sockets") and dcpu["sockets"] != gcpu["sockets"]:
         diffs.append(("cpu.sockets", dcpu["sockets"], gcpu["sockets"]))
     dram, gram = declared["memory"].get("total_mb"), gathered["memory"].get("total_mb")
-    if dram and gram:
-        tol = th["ram_match_tolerance_pct"] / 100.0
-        if abs(gram - dram) > dram * tol:
-            diffs.append(("memory.total_mb", dram, gram))
+    if dram and gram and abs(gram - dram) > dram * th["ram_match_tolerance_pct"] / 100.0:
+        diffs.append(("memory.total_mb", dram, gram))
     if declared["disks"] is not None:
-        dk, gk = _disks_by_kind(declared), _disks_by_kind(gathered)
-        for kind in ("nvme", "hdd"):
-            if len(dk[kind]) != len([d for d in gk[kind] if not (d.get("in_use") or {}).get("system")]) \
-                    and len(dk[kind]) != len(gk[kind]):
-                diffs.append(("disks.%s" % kind, len(dk[kind]), len(gk[kind])))
+        diffs.extend(_disk_diffs(declared, gathered, th["data_disk_min_gb"]))
     return diffs
+
+
+@rule("inventory.matches_declared", "gathered hardware equals the declaration", "error")
+def _check_matches_declared(ctx):
+    if ctx.declared is None or ctx.hw["source"] != "gathered":
+        return
+    dclean, dproblems = check_hw(ctx.declared, strict=True)
+    if dclean is None or dproblems:
+        ctx.report("inventory.matches_declared", "warn", None, None,
+                   "the declaration of %s is malformed: %s" % (ctx.name, "; ".join(p.message() for p in dproblems)),
+                   "fix dlrack_hw in the inventory")
+        return
+    diffs = compare_declared(dclean, ctx.hw, ctx.th)
+    for field, want, got in diffs:
+        ctx.report("inventory.matches_declared", "fail", got, want, "%s: declared %s, gathered %s" % (field, want, got),
+                   "fix the hardware (wrong part delivered or failed component) or the declaration")
+    if not diffs:
+        ctx.report("inventory.matches_declared", "pass", "matches", "declared", "gathered hardware matches the declaration")
+
+
+RULES = tuple((r.id, r.title) for r in _REGISTRY)
+RULE_IDS = tuple(r.id for r in _REGISTRY)
+_DEFAULT_SEVERITY = dict((r.id, r.severity) for r in _REGISTRY)
+
+
+# --------------------------------------------------------------------------------------------
+# Engine
+# --------------------------------------------------------------------------------------------
+
+def _prepare(ctx, hw):
+    """Validate the document; record schema problems with their remedies. False: nothing to judge."""
+    name = ctx.name
+    if hw is None:
+        ctx.problems.append((Problem("(document)", None, "a hardware description"),
+                             "declare dlrack_hw (source: declared) in the inventory, or let the preflight gather it "
+                             "(the host must be reachable)"))
+        return False
+    clean, problems = check_hw(hw)
+    if clean is None:
+        ctx.problems.extend((p, "fix dlrack_hw in the inventory of %s" % name) for p in problems)
+        return False
+    ctx.problems.extend((p, "fix dlrack_hw.%s for %s (the field is treated as unknown until then)" % (p.path, name))
+                        for p in problems)
+    ctx.hw = clean
+    ctx.notes = _enrich(clean)
+    return True
+
+
+def _settings_problems(ctx, problems):
+    for p in problems:
+        ctx.problems.append((p, "fix %s for %s (its default is used until then)" % (p.path.split(".")[0], ctx.name)))
 
 
 def evaluate_host(name, hw, declared=None, profile="training", thresholds=None, severity=None,
                   workload=None, external_archive=None, extra_findings=None):
     """Validate one host. ``hw`` is the document to judge (gathered if available, else declared);
-    ``declared`` is the inventory declaration when the host was also gathered."""
-    th, sev = resolve_settings(name, profile or "training", thresholds, severity)
-    ctx = _Ctx(sev)
-    if hw is None:
-        ctx.add("inventory.schema", False, None, "dlrack_hw",
-                "host %s has no hardware description: not declared and not gathered" % name,
-                "declare dlrack_hw (source: declared) in the inventory, or let the preflight gather it "
-                "(the host must be reachable)")
-        return _finish(ctx, None, {}, profile)
-    clean, problems = check_hw(hw)
-    if clean is None:
-        for p in problems:
-            ctx.add("inventory.schema", False, p.found if not isinstance(p.found, (dict, list)) else type(p.found).__name__,
-                    p.expected, "host %s: %s" % (name, p.message()), "fix dlrack_hw in the inventory of %s" % name)
-        return _finish(ctx, None, {}, profile)
-    for p in problems:
-        ctx.add("inventory.schema", False, _short_obs(p.found), p.expected, "host %s: %s" % (name, p.message()),
-                "fix dlrack_hw.%s for %s (the field is treated as unknown until then)" % (p.path, name))
-    if not problems:
-        ctx.add("inventory.schema", True, "schema %d" % (clean.get("schema") or 1), "schema 1",
-                "%s hardware description is well formed" % clean["source"])
-    notes = _enrich(clean)
-    for key, what in (("cpu", "cpu.model"), ("gpus", "gpus.model")):
-        specs = [clean.get("_cpu_spec")] if key == "cpu" else [g.get("_spec") for g in clean.get("gpus") or []]
-        amb = next((sp for sp in specs if sp and sp.get("ambiguous")), None)
-        if amb:
-            ctx.add("inventory.schema", False, clean["cpu"]["model"] if key == "cpu" else clean["gpus"][0].get("model"),
-                    "one of: %s" % ", ".join(amb.get("candidates") or []),
-                    "host %s: %s is ambiguous in the catalogue (%s); figures that differ between them are unknown"
-                    % (name, what, ", ".join(amb.get("candidates") or [])),
-                    "declare the exact model, e.g. %r" % ((amb.get("candidates") or ["?"])[0]), unknown=True)
-    wl = clean.get("workload") or workload
-    if isinstance(wl, dict) and clean.get("workload") is None:
-        wl_clean, wl_problems = check_hw({"source": "declared", "workload": wl})
-        for p in wl_problems:
-            ctx.add("inventory.schema", False, _short_obs(p.found), p.expected,
-                    "host %s: dlrack_workload: %s" % (name, p.message()), "fix dlrack_workload for %s" % name)
-        wl = (wl_clean or {}).get("workload")
-    _rule_gpu_present(ctx, clean, th)
-    _rule_cores(ctx, clean, th)
-    _rule_lanes(ctx, clean, th, notes)
-    _rule_pcie_link(ctx, clean)
-    _rule_ram(ctx, clean, th)
-    _rule_ecc(ctx, clean)
-    _rule_edac(ctx, clean)
-    _rule_ecc_errors(ctx, clean, th)
-    _rule_storage(ctx, clean, external_archive)
-    _rule_workload(ctx, clean, th, wl)
-    _rule_interconnect(ctx, clean)
-    _rule_gpu_ecc(ctx, clean)
-    if declared is not None and clean["source"] == "gathered":
-        dclean, dproblems = check_hw(declared, strict=True)
-        if dclean is None or dproblems:
-            ctx.add("inventory.matches_declared", False, None, None,
-                    "the declaration of %s is malformed: %s" % (name, "; ".join(p.message() for p in dproblems)),
-                    "fix dlrack_hw in the inventory", unknown=True)
-        else:
-            diffs = compare_declared(dclean, clean, th)
-            if diffs:
-                for field, want, got in diffs:
-                    ctx.add("inventory.matches_declared", False, got, want,
-                            "%s: declared %s, gathered %s" % (field, want, got),
-                            "fix the hardware (wrong part delivered or failed component) or the declaration")
-            else:
-                ctx.add("inventory.matches_declared", True, "matches", "declared",
-                        "gathered hardware matches the declaration")
+    ``declared`` is the inventory declaration when the host was also gathered. Never raises for
+    any input: bad values become ``inventory.schema`` findings of this host."""
+    name = name if isinstance(name, str) else repr(name)
+    th, sev, problems = resolve_settings("training" if profile is None else profile, thresholds, severity)
+    ctx = _Ctx(name, sev)
+    ctx.th, ctx.declared = th, declared
+    ctx.archive = _check_archive(external_archive, problems)
+    _settings_problems(ctx, problems)
+    if _prepare(ctx, hw):
+        wl_problems = []
+        ctx.workload = _workload(ctx.hw, workload, wl_problems)
+        _settings_problems(ctx, wl_problems)
+        for r in _REGISTRY:
+            if sev[r.id] != "off":
+                r.check(ctx)
+    else:
+        _check_schema(ctx)
     for f in extra_findings or []:
         ctx.findings.append(dict(f))
-    return _finish(ctx, clean, notes, profile)
-
-
-def _short_obs(value):
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    return value
+    return _finish(ctx, profile)
 
 
 _SEV_ORDER = {"error": 0, "warning": 1, "info": 2}
 _OUTCOME = {"error": "fail", "warning": "warn", "info": "pass"}
 _OUTCOME_RANK = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}
-_RULE_ORDER = {r: i for i, r in enumerate(RULE_IDS)}
 
 
-def _finish(ctx, clean, notes, profile):
+def _finish(ctx, profile):
     status = "pass"
     outcomes = {}
     for f in ctx.findings:
@@ -705,13 +881,18 @@ def _finish(ctx, clean, notes, profile):
         cur = outcomes.get(f["rule"])
         if cur is None or _OUTCOME_RANK[new] > _OUTCOME_RANK[cur]:
             outcomes[f["rule"]] = new
-    ctx.findings.sort(key=lambda f: (_SEV_ORDER[f["severity"]], _RULE_ORDER.get(f["rule"], 99)))
+    order = _RULE_ORDER
+    ctx.findings.sort(key=lambda f: (_SEV_ORDER[f["severity"]], order.get(f["rule"], 99)))
+    clean = ctx.hw
     if clean is not None:
-        for g in clean.get("gpus") or []:
+        for g in clean["gpus"] or []:
             g.pop("_spec", None)
         clean.pop("_cpu_spec", None)
-    return {"status": status, "profile": profile, "findings": ctx.findings, "rules": outcomes,
-            "hw": clean, "provenance": notes}
+    return {"status": status, "profile": profile if isinstance(profile, str) and profile in PROFILES else "training",
+            "findings": ctx.findings, "rules": outcomes, "hw": clean, "provenance": ctx.notes}
+
+
+_RULE_ORDER = dict((r, i) for i, r in enumerate(RULE_IDS))
 
 
 def summarize(hosts):
@@ -719,26 +900,17 @@ def summarize(hosts):
     summary = {"hosts": len(hosts), "pass": 0, "warn": 0, "fail": 0, "rules": {}}
     for result in hosts.values():
         summary[result["status"]] += 1
-        for rule, outcome in result["rules"].items():
-            r = summary["rules"].setdefault(rule, {"fail": 0, "warn": 0, "pass": 0, "skip": 0})
+        for rule_id, outcome in result["rules"].items():
+            r = summary["rules"].setdefault(rule_id, {"fail": 0, "warn": 0, "pass": 0, "skip": 0})
             r[outcome] += 1
     summary["status"] = "fail" if summary["fail"] else "warn" if summary["warn"] else "pass"
     return summary
 
 
 def evaluate_fleet(hosts):
-    """``hosts``: {name: kwargs for evaluate_host}. Returns ({name: result}, summary, errors).
-
-    A ConfigError for one host is reported as that host's failure; the others are still judged.
-    """
+    """``hosts``: {name: kwargs for evaluate_host}. Returns ``({name: result}, summary)``; every
+    host gets a result whatever its inputs."""
     results = {}
-    for name in sorted(hosts):
-        try:
-            results[name] = evaluate_host(name, **hosts[name])
-        except ConfigError as exc:
-            results[name] = {"status": "fail", "profile": hosts[name].get("profile"), "rules": {"inventory.schema": "fail"},
-                             "hw": None, "provenance": {},
-                             "findings": [{"rule": "inventory.schema", "severity": "error", "observed": None,
-                                           "required": None, "message": str(exc),
-                                           "remedy": "fix the dlrack_* settings of %s" % name}]}
+    for name in sorted(hosts, key=str):
+        results[name] = evaluate_host(name, **hosts[name])
     return results, summarize(results)

@@ -38,7 +38,7 @@ printf 'PermitRootLogin prohibit-password\nUseDNS no\n' > "$root/etc/ssh/sshd_co
 # The guest must not start with an array config from the build host.
 printf 'HOMEHOST <system>\nMAILADDR root\n' > "$root/etc/mdadm/mdadm.conf"
 chroot "$root" update-initramfs -u -k all >/dev/null 2>&1 || true
-kver=$(basename "$(ls "$root"/boot/vmlinuz-* | sort -V | tail -1)" | sed 's/^vmlinuz-//')
+kver=$(find "$root/boot" -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -1)
 cp "$root/boot/vmlinuz-$kver" "$CACHE/vmlinuz"
 cp "$root/boot/initrd.img-$kver" "$CACHE/initrd.img"
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*

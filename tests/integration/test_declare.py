@@ -12,9 +12,6 @@ from realhost import h200_vm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
-PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
-                 "memory.installed_mb, ...) must be valid in a declaration; until it merges the "
-                 "preflight calls the written declaration malformed")
 
 
 def playbook(name, inventory, *extra, check=False):
@@ -62,7 +59,6 @@ def test_declaration_file_and_no_overwrite(inventory):
     assert run.returncode == 0 and "reviewed by hand" not in path.read_text()
 
 
-@pytest.mark.xfail(reason=PENDING_RULES, strict=False)
 def test_round_trip_preflight_matches_declared(inventory, tmp_path):
     assert playbook("declare.yml", inventory / "hosts.ini").returncode == 0
     reports = tmp_path / "reports"

@@ -84,8 +84,12 @@ def test_preflight_verdicts_and_reports(gathered, tmp_path):
     assert host["rules"]["gpu.present"] == "pass" and host["rules"]["cpu.cores_exceed_gpus"] == "pass"
     assert host["rules"]["gpu.interconnect"] == "skip"          # one GPU
     assert host["rules"]["inventory.schema"] == "pass"
-    # the only error on this host is the RAM: everything else passes, warns or is skipped
-    assert [r for r, o in host["rules"].items() if o == "fail"] == ["memory.exceeds_vram"]
+    # the errors on this host: the RAM, and no data disk at all (vda is the system disk, vdb the
+    # 300 MB read-only squashfs with the driver: neither counts, for either storage rule)
+    assert sorted(r for r, o in host["rules"].items() if o == "fail") == ["memory.exceeds_vram", "storage.nvme_hot_cache"]
+    hot, cold = by_rule["storage.nvme_hot_cache"][0], by_rule["storage.hdd_cold_archive"][0]
+    assert hot["message"] == "no local data disk at all" and "vda: system disk" in hot["observed"]
+    assert "vdb: " in hot["observed"] and (cold["severity"], cold["observed"]) == ("warning", "no HDD")
 
 
 def test_affinity_plan(gathered):

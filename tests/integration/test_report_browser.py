@@ -98,7 +98,7 @@ def example_report(tmp_path_factory):
 def test_example_report_in_chromium(example_report, tmp_path, width, height):
     d, html_path, doc = example_report
     failing = {(h, f["rule"]) for h, v in doc["hosts"].items() for f in v["findings"] if f["severity"] == "error"}
-    assert len({h for h, _ in failing}) == 5                  # the example fleet fails on purpose
+    assert len({h for h, dummy in failing}) == 5                  # the example fleet fails on purpose
     profile = str(tmp_path / "profile")
     shot = str(tmp_path / ("report-%dx%d.png" % (width, height)))
     _chromium(profile, "--window-size=%d,%d" % (width, height), "--screenshot=" + shot, "file://" + html_path)

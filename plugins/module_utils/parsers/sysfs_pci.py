@@ -27,7 +27,7 @@ def _width(value):
     if value is None:
         return None
     value = value.strip()
-    if not value.isdigit():
+    if not value.isdecimal():
         return None
     w = int(value)
     return w if 0 < w <= 32 else None  # 0 / 255 mean unknown

@@ -1,16 +1,20 @@
-#!/usr/bin/env python3
-"""Rebuild the sysfs/procfs trees in this folder from the real captures in tests/data/real/.
+"""Build the sysfs/procfs trees the gather() tests use from the real captures in tests/data/real/.
 
-Run from anywhere: python3 tests/data/sysfs/build_trees.py. See README.md for what each tree
+The trees are not committed: their paths hold ':' (PCI addresses) and symlinks (some dangling, as
+in a real /sys), which `ansible-galaxy collection build` and `ansible-test sanity` refuse. The tests
+build them at test time into a temporary folder (tests/testpaths.py: sysfs_tree()); to look at
+them: python3 tests/data/sysfs/build_trees.py /tmp/trees. See README.md for what each tree
 was built from. Values are taken from the captures; what a capture does not show is left out
 (the gatherer must then report null), except where README.md says otherwise.
 """
 import os
 import re
 import shutil
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(os.path.dirname(HERE), "real")
+OUT = None  # where the trees go: build_all(out) sets it
 
 
 def w(root, path, text):
@@ -28,8 +32,13 @@ def ln(root, path, target):
     os.symlink(target, p)
 
 
+def fmt(gts):
+    """A link speed as sysfs prints it: '16.0 GT/s PCIe'."""
+    return "%.1f GT/s PCIe" % float(gts)
+
+
 def fresh(name):
-    root = os.path.join(HERE, name)
+    root = os.path.join(OUT, name)
     if os.path.exists(root):
         shutil.rmtree(root)
     os.makedirs(root)
@@ -83,7 +92,7 @@ def disk(root, name, sectors, rotational, devpath, partitions=(), holders=(), re
     for h in holders:
         ln(root, real + "/holders/" + h, "../../../../virtual/block/" + h)
     depth = real.count("/") - 1
-    ln(root, "/sys/block/" + name, "../" + real.lstrip("/").split("/", 1)[1] if False else
+    ln(root, "/sys/block/" + name,
        os.path.relpath(os.path.join(root, real.lstrip("/")), os.path.join(root, "sys/block")))
 
 
@@ -133,7 +142,6 @@ def esc8000a_e12():
         numa_node = int(re.search(r"NUMA node: (\d+)", blk).group(1))
         cap = re.search(r"LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+)", blk)
         sta = re.search(r"LnkSta:\s*Speed ([\d.]+)GT/s.*?Width x(\d+)", blk)
-        fmt = lambda s: "%.1f GT/s PCIe" % float(s)
         pci(root, "0000:" + bdf, "0x10de", "0x26b1", "0x030000",
             (fmt(sta.group(1)), sta.group(2), fmt(cap.group(1)), cap.group(2)),
             numa=numa_node, local="0-31" if numa_node == 0 else "32-63", driver="nvidia")
@@ -193,7 +201,6 @@ def esc8000g4_nodriver():
     dev = re.search(r"\[10de:([0-9a-f]{4})\]", blk).group(1)
     cap = re.search(r"LnkCap:.*Speed ([\d.]+)GT/s, Width x(\d+)", blk)
     sta = re.search(r"LnkSta:\s*Speed ([\d.]+)GT/s.*?Width x(\d+)", blk)
-    fmt = lambda s: "%.1f GT/s PCIe" % float(s)
     pci(root, "0000:1d:00.0", "0x10de", "0x" + dev, "0x030000",
         (fmt(sta.group(1)), sta.group(2), fmt(cap.group(1)), cap.group(2)), numa=numa_node)
     w(root, "/usr/sbin/dmidecode", "#!/bin/sh\n# stub: tests feed the captured output\n")
@@ -236,8 +243,8 @@ def amd_dgpu_x8():
 
 def garbled():
     """The ESC8000A-E12 tree with files truncated, emptied or filled with junk."""
-    src = os.path.join(HERE, "esc8000a-e12")
-    root = os.path.join(HERE, "garbled")
+    src = os.path.join(OUT, "esc8000a-e12")
+    root = os.path.join(OUT, "garbled")
     if os.path.exists(root):
         shutil.rmtree(root)
     shutil.copytree(src, root, symlinks=True)
@@ -262,6 +269,19 @@ def garbled():
     return root
 
 
+TREES = (esc8000a_e12, traverse_power9, esc8000g4_nodriver, dual_2070_x8, amd_dgpu_x8, garbled)
+
+
+def build_all(out):
+    """Build every tree under out (created if missing); returns their paths."""
+    global OUT
+    OUT = os.path.abspath(out)
+    os.makedirs(OUT, exist_ok=True)
+    return [fn() for fn in TREES]
+
+
 if __name__ == "__main__":
-    for fn in (esc8000a_e12, traverse_power9, esc8000g4_nodriver, dual_2070_x8, amd_dgpu_x8, garbled):
-        print(fn())
+    if len(sys.argv) != 2:
+        sys.exit("usage: build_trees.py OUTDIR")
+    for path in build_all(sys.argv[1]):
+        print(path)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rebuild the dlrack_hw topology documents in this folder from the real captures.
 
 Run from the repository root when ../shared/fixtures/real exists:
@@ -69,7 +68,7 @@ def from_parsable(p):
         sockets.setdefault(sock, []).append(cpu)
     return ([{"id": n, "cpus": format_cpulist(c)} for n, c in sorted(nodes.items())],
             sorted((format_cpulist(c) for c in cores.values()), key=lambda s: parse_cpulist(s)[0]),
-            [format_cpulist(c) for _, c in sorted(sockets.items())])
+            [format_cpulist(c) for dummy, c in sorted(sockets.items())])
 
 
 def gpu(index, node, local, bus=None, uuid=None):
@@ -100,7 +99,7 @@ def main():
          "= the two affinity sets; SMT siblings n/n+24 (Linux enumeration on 2S Xeon with HT, "
          "consistent with the affinity ranges); bus ids and UUIDs not in the capture"},
         "Intel Xeon Gold 5118", 2, nodes, siblings(range(48), 24),
-        [gpu(i, 0 if a.startswith("0-") else 1, a) for i, a, _ in rows])
+        [gpu(i, 0 if a.startswith("0-") else 1, a) for i, a, dummy in rows])
 
     # 2. DGX-1-like 8x V100, 2x Xeon Gold 6271C (24C/48T), with NUMA column.
     rel = "nvidia-smi-topo/dlperf-dgx1-like-8x-v100-sxm2-32gb-2s-xeon6271c-tabs.txt"
@@ -139,7 +138,7 @@ def main():
         "AMD EPYC 9374F 32-Core Processor", 2, nodes,
         sorted((format_cpulist(c) for c in cores.values()), key=lambda s: parse_cpulist(s)[0]),
         [gpu(i, n, a, bus.get(i)) for i, a, n in rows],
-        socket_cpus=[format_cpulist(c) for _, c in sorted(sockets.items())])
+        socket_cpus=[format_cpulist(c) for dummy, c in sorted(sockets.items())])
 
     # 4. 2x EPYC 7451, 8 NUMA nodes (util-linux sysfs dump). No GPUs in the capture.
     rel = "lscpu/util-linux-expected-2s-epyc7451-8numa-with-parsable.txt"
@@ -157,7 +156,7 @@ def main():
     text = read(rel)
     nodes = [{"id": int(a), "cpus": b.strip()}
              for a, b in re.findall(r"NUMA node(\d+) CPU\(s\):\s+(\S+)", text)]
-    _, core_cpus, socket_cpus = from_parsable(parsable(rel, 64))
+    dummy, core_cpus, socket_cpus = from_parsable(parsable(rel, 64))
     doc("util-linux-4s-xeon-x7550-3numa-stride",
         {"capture": rel, "inferred": "GPUs synthetic (one on node 2, one on node 3)"},
         "Intel Xeon X7550", 4, nodes, core_cpus,

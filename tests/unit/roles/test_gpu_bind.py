@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
-"""dlrack-gpu-bind (launcher) and dlrack_affinity (helper) from roles/gpu_affinity.
+"""dlrack-gpu-bind (launcher) and dlrack_affinity (helper, plugins/module_utils/gpu_bind.py).
 
-The helper is stdlib-only and runs on the node; here it is imported from the role's files/.
-The launcher is rendered the way the role does it (template with the lib dir and plan path)
-and run as a real process; pinning is checked in /proc/<pid>/status of the exec'd command.
+The helper is stdlib-only and runs on the node, copied there by roles/gpu_affinity (tests/nodelib.py
+does the same into a temporary <lib>). The launcher is rendered the way the role does it
+(template with that lib dir and the plan path) and run as a real process; pinning is checked in
+/proc/<pid>/status of the exec'd command, importability in the Python it starts (a venv too).
 """
 import json
 import os
@@ -12,14 +13,11 @@ import sys
 
 import pytest
 
+from ansible_collections.dlrack.node.plugins.module_utils import gpu_bind as da
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-FILES = os.path.join(ROOT, "roles", "gpu_affinity", "files")
 TEMPLATE = os.path.join(ROOT, "roles", "gpu_affinity", "templates", "dlrack-gpu-bind.j2")
 DATA = os.path.join(ROOT, "tests", "data", "topologies")
-
-if FILES not in sys.path:
-    sys.path.insert(0, FILES)  # importable by name, as on the node (pickling WorkerPinner)
-import dlrack_affinity as da  # noqa: E402
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 needs_two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs 2 CPUs to see pinning")
@@ -42,16 +40,17 @@ def make_plan(tmp_path):
 
 
 @pytest.fixture
-def launcher(tmp_path):
-    """The launcher as the role renders it (Jinja, with the real template)."""
+def launcher(tmp_path, node_lib):
+    """The launcher as the role renders it (Jinja, with the real template) over <lib>."""
     from jinja2 import Environment
     plan_path, plan = make_plan(tmp_path)
     env = Environment(keep_trailing_newline=True)
     env.filters["to_json"] = json.dumps
     text = env.from_string(open(TEMPLATE).read()).render(
-        ansible_managed="test", gpu_affinity_lib_dir=FILES, gpu_affinity_plan_path=plan_path)
+        ansible_managed="test", gpu_affinity_lib_dir=node_lib, gpu_affinity_plan_path=plan_path,
+        gpu_affinity_launcher_python=sys.executable)
     exe = tmp_path / "dlrack-gpu-bind"
-    exe.write_text(text.replace("#!/usr/bin/python3", "#!" + sys.executable, 1))
+    exe.write_text(text)
     exe.chmod(0o755)
     return str(exe), plan
 
@@ -59,10 +58,10 @@ def launcher(tmp_path):
 def run(exe, args, **env):
     e = dict((k, v) for k, v in os.environ.items()
              if k not in da.RANK_VARS + ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-                                         "DLRACK_GPU_AFFINITY_PLAN"))
+                                         "DLRACK_GPU_AFFINITY_PLAN", "PYTHONPATH"))
     e.update(env)
     return subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, env=e, timeout=60)
+                          universal_newlines=True, env=e, timeout=60, check=False)
 
 
 def allowed_of(stdout):
@@ -162,15 +161,15 @@ def test_split_cpus_whole_cores(tmp_path):
     assert da.split_cpus([0, 1, 2], 2, 1, str(tmp_path / "none")) == [2]
 
 
-def test_worker_pinner_does_not_import_torch_and_pins():
-    code = ("import sys, os, importlib.util as u;"
-            "s=u.spec_from_file_location('d', %r); d=u.module_from_spec(s); s.loader.exec_module(d);"
+def test_worker_pinner_does_not_import_torch_and_pins(node_lib):
+    code = ("import sys, os, dlrack_affinity as d;"
             "p=d.WorkerPinner(split=True, num_workers=2, cpus=%r);"
-            "print(p(1), sorted(os.sched_getaffinity(0)), 'torch' in sys.modules)"
-            % (os.path.join(FILES, "dlrack_affinity.py"), da.format_cpulist(ALLOWED)))
+            "print(p(1) == sorted(os.sched_getaffinity(0)), 'torch' in sys.modules)"
+            % da.format_cpulist(ALLOWED))
     out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         universal_newlines=True, check=True).stdout.split()
-    assert out[-1] == "False"
+                         universal_newlines=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=node_lib)).stdout.split()
+    assert out == ["True", "False"]
     import pickle
     assert pickle.loads(pickle.dumps(da.WorkerPinner(split=True))).split is True
 
@@ -212,7 +211,7 @@ def test_launcher_exports_device_order_and_set(launcher):
 
 
 def test_launcher_print_and_errors(launcher):
-    exe, _ = launcher
+    exe, dummy = launcher
     r = run(exe, ["--print", "--gpu", "d8:00.0"])
     assert r.returncode == 0 and json.loads(r.stdout)["gpus"] == [1]
     r = run(exe, ["true"], LOCAL_RANK="9")
@@ -230,7 +229,100 @@ def test_launcher_print_and_errors(launcher):
 
 
 def test_launcher_warns_about_fastest_first_order(launcher):
-    exe, _ = launcher
+    exe, dummy = launcher
     r = run(exe, ["--no-numactl", "true"], CUDA_VISIBLE_DEVICES="0",
             CUDA_DEVICE_ORDER="FASTEST_FIRST")
     assert r.returncode == 0 and "CUDA_DEVICE_ORDER=FASTEST_FIRST" in r.stderr
+
+
+# --- import dlrack_affinity in whatever Python the launcher starts --------------------------
+
+SPLIT_WORKERS = os.path.join(ROOT, "molecule", "gpu_affinity", "split_workers.py")
+
+
+@pytest.fixture
+def venv_python(tmp_path):
+    """A venv as users make them, without pip: it does not see the system's site-packages."""
+    venv = tmp_path / "train-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return str(venv / "bin" / "python"), str(venv)
+
+
+def test_without_launcher_a_venv_cannot_import_the_helper(venv_python):
+    py, _ = venv_python
+    r = subprocess.run([py, "-c", "import dlrack_affinity"], stderr=subprocess.PIPE,
+                       universal_newlines=True, env={"PATH": os.environ["PATH"]})
+    assert r.returncode == 1 and "No module named 'dlrack_affinity'" in r.stderr
+
+
+@needs_two_cpus
+def test_launcher_makes_the_helper_importable_in_a_venv_and_workers_split(launcher, venv_python, node_lib):
+    exe, plan = launcher
+    py, venv = venv_python
+    r = run(exe, ["--no-numactl", py, SPLIT_WORKERS, "2"], CUDA_VISIBLE_DEVICES="0,1",
+            PYTHONPATH="/elsewhere")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["prefix"] == venv and out["module"].startswith(node_lib)
+    w0, w1 = out["workers"]
+    # two workers on the union of both GPUs' CPUs (all this test may use, one CPU a core here
+    # or SMT pairs): disjoint whole-core shares that together are the whole set
+    cores = da._cores_of(ALLOWED)
+    if len(cores) >= 2:
+        assert w0 and w1 and not set(w0) & set(w1)
+        assert sorted(w0 + w1) == ALLOWED
+        assert all(set(c) <= set(w0) or set(c) <= set(w1) for c in cores)
+
+
+def test_launcher_prepends_its_lib_to_pythonpath_once(launcher, node_lib):
+    exe, _ = launcher
+    code = "import os; print(os.environ['PYTHONPATH'])"
+    r = run(exe, ["--no-numactl", sys.executable, "-c", code], LOCAL_RANK="0",
+            PYTHONPATH=os.pathsep.join(["/a", node_lib, "", "/b"]))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == os.pathsep.join([node_lib, "/a", "/b"])
+    r = run(exe, ["--no-numactl", sys.executable, "-c", code], LOCAL_RANK="0")
+    assert r.stdout.strip() == node_lib
+
+
+def test_print_pythonpath_is_the_documented_non_launcher_way(launcher, venv_python, node_lib):
+    exe, _ = launcher
+    r = run(exe, ["--print-pythonpath"])
+    assert r.returncode == 0 and r.stdout == node_lib + "\n"
+    py, _ = venv_python
+    r = subprocess.run([py, "-c", "import dlrack_affinity as d; print(d.bind_main.__name__)"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       env={"PATH": os.environ["PATH"], "PYTHONPATH": r.stdout.strip()})
+    assert r.returncode == 0 and r.stdout.strip() == "bind_main", r.stderr
+
+
+def test_pth_file_is_the_other_non_launcher_way(venv_python, node_lib):
+    """What the role's gpu_affinity_pth_pythons task writes: <purelib>/dlrack-affinity.pth."""
+    py, _ = venv_python
+    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+    with open(os.path.join(purelib, "dlrack-affinity.pth"), "w") as f:
+        f.write(node_lib + "\n")
+    r = subprocess.run([py, "-c", "import dlrack_affinity as d; print(d.split_cpus([0, 1, 2], 2, 0, '/none'))"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       env={"PATH": os.environ["PATH"]})
+    assert r.returncode == 0 and r.stdout.strip() == "[0, 1]", r.stderr
+
+
+@pytest.mark.parametrize("current,expected", [
+    (None, "/L"), ("", "/L"), ("/a", "/L:/a"), ("/L", "/L"), ("/a::/L:/b", "/L:/a:/b")])
+def test_python_path(current, expected):
+    assert da.python_path("/L", current) == expected.replace(":", os.pathsep)
+
+
+@pytest.mark.parametrize("env,needle", [
+    ({"DLRACK_GPU_CPUS": "1-x"}, "DLRACK_GPU_CPUS: bad range"),
+])
+def test_bad_cpulists_are_bind_errors(env, needle, monkeypatch):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(da.BindError, match=needle):
+        da.WorkerPinner().cpus_for(0)
+    plan = {"_path": "p.json", "gpus": [{"index": 0, "cpus": "3-1", "mems": "0"}]}
+    with pytest.raises(da.BindError, match="p.json: GPU 0 cpus: descending range"):
+        da.resolve(plan, {"LOCAL_RANK": "0"})

@@ -2,21 +2,14 @@
 import os
 
 import pytest
+from testpaths import DATA, sysfs_tree
 
 from ansible_collections.dlrack.node.plugins.module_utils import gather as gather_mod
 from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
-    _ROOT = os.path.dirname(_ROOT)
-DATA = os.path.join(_ROOT, "tests", "data")
-TREES = os.path.join(DATA, "sysfs")
 REAL = os.path.join(DATA, "real")
-
-
-def tree(name):
-    return os.path.join(TREES, name)
+tree = sysfs_tree
 
 
 class FakeRun(object):

@@ -13,11 +13,11 @@ from ansible_collections.dlrack.node.plugins.module_utils import hostfs
 from ansible_collections.dlrack.node.plugins.module_utils.gather import gather, wants_nvlink_status
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
-from conftest import DATA
 from realdata import read, real
+from testpaths import sysfs_tree
 
-ESC = os.path.join(DATA, "sysfs", "esc8000a-e12")          # 4x RTX 6000 Ada, 2x EPYC 9374F
-DUAL = os.path.join(DATA, "sysfs", "dual-2070-x8")         # 2x RTX 2070 at x8
+ESC = sysfs_tree("esc8000a-e12")                               # 4x RTX 6000 Ada, 2x EPYC 9374F
+DUAL = sysfs_tree("dual-2070-x8")                             # 2x RTX 2070 at x8
 ESC_BUSES = ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]
 
 
@@ -157,14 +157,14 @@ def test_huge_local_cpulist_is_one_gpus_error(esc):
     assert [g["pci_bus_id"] for g in d["gpus"]] == ESC_BUSES
     assert [g["local_cpus"] for g in d["gpus"]] == ["0-31", "0-31", None, "32-63"]
     assert d["errors"] == ["GPU 0000:c1:00.0 local_cpulist: '0-4294967295' is not a usable cpulist "
-                           "(names CPU id 4294967295, above the bound 65535)"]
+                           "(names CPU id 4294967295, above the bound 16383)"]
     check_hw(d)
 
 
 @pytest.mark.parametrize("text,why", [
     ("0-" + "9" * 5000, "names CPU id 999999999999..."),   # longer than int() may convert
     ("\u0663-7", "is not part of a cpulist"),              # non-ASCII digit
-    ("0-65536", "above the bound 65535"),
+    ("0-16384", "above the bound 16383"),
 ])
 def test_other_absurd_cpulists(esc, text, why):
     replace(pci(esc, "0000:01:00.0", "local_cpulist"), text)

@@ -6,14 +6,12 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils import hostfs
 
-from conftest import DATA
 from realhost import h200_vm
-
-TREES = os.path.join(DATA, "sysfs")
+from testpaths import sysfs_tree
 
 
 def cpuinfo(tree):
-    return hostfs.read_text(os.path.join(TREES, tree, "proc", "cpuinfo"))
+    return hostfs.read_text(os.path.join(sysfs_tree(tree), "proc", "cpuinfo"))
 
 
 def test_parse_cpuinfo_x86_power_and_the_h200_vm(tmp_path):

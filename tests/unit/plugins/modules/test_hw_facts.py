@@ -4,27 +4,23 @@ import os
 import subprocess
 import sys
 
-import pytest
+from testpaths import ROOT, module_pythonpath, sysfs_tree
 
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
-    _ROOT = os.path.dirname(_ROOT)
-MODULE = os.path.join(_ROOT, "plugins", "modules", "hw_facts.py")
-TREES = os.path.join(_ROOT, "tests", "data", "sysfs")
+MODULE = os.path.join(ROOT, "plugins", "modules", "hw_facts.py")
 
 
 def run_module(tmp_path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.path.join(_ROOT, ".collections"))
+    env = dict(os.environ, PYTHONPATH=module_pythonpath())
     proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env, timeout=120)
+                          stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     assert proc.stdout, proc.stderr.decode()
     return json.loads(proc.stdout.decode())
 
 
 def test_captured_tree(tmp_path):
-    res = run_module(tmp_path, root=os.path.join(TREES, "esc8000a-e12"), nvidia_smi="never",
+    res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), nvidia_smi="never",
                      dmidecode="never")
     assert res.get("failed") is not True, res
     assert res["changed"] is False
@@ -37,7 +33,7 @@ def test_captured_tree(tmp_path):
 
 
 def test_subset_and_check_mode(tmp_path):
-    res = run_module(tmp_path, root=os.path.join(TREES, "esc8000a-e12"), gather_subset=["disks"],
+    res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), gather_subset=["disks"],
                      _ansible_check_mode=True)
     assert res["changed"] is False
     assert res["dlrack_hw"]["cpu"] is None and len(res["dlrack_hw"]["disks"]) == 17

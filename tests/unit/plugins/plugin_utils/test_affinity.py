@@ -54,8 +54,11 @@ def test_guarantees_on_real_topologies(name, reserved):
     nodes = node_cpus(hw)
     cores = core_map(hw)
     reserved_cpus = set(parse_cpulist(report["reserved_cpus"]))
-    # one entry per GPU, index order
+    # one entry per GPU, index order, with its identity
     assert [g["index"] for g in plan] == sorted(g["index"] for g in hw["gpus"])
+    by_index = dict((g["index"], g) for g in hw["gpus"])
+    assert [(g["uuid"], g["pci_bus_id"]) for g in plan] == [
+        (by_index[g["index"]].get("uuid"), by_index[g["index"]].get("pci_bus_id")) for g in plan]
     seen = set()
     per_node = collections.defaultdict(list)
     for entry in plan:
@@ -192,6 +195,9 @@ def small_hw(gpus, nodes=None, core_cpus=None, sockets=1):
 
 def test_no_gpu_is_an_empty_plan():
     assert plan_gpu_affinity({"cpu": {}, "gpus": []}) == []
+    assert plan_gpu_affinity_report({"cpu": {}}, include_smt="false") == {
+        "schema": 1, "policy": "numa_local", "gpus": [], "reserved_cpus": "", "warnings": [],
+        "options": {"reserved_cores_per_socket": 1, "include_smt": False, "max_cores_per_gpu": 0}}
     assert plan_gpu_affinity({"cpu": {"numa_nodes": [{"id": 0, "cpus": "0-3"}]}}) == []
 
 
@@ -251,7 +257,7 @@ def test_max_cores_per_gpu():
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-x"}]}}, {},
      "cpu.numa_nodes[0].cpus"),
     ({"gpus": [{"index": 0}], "cpu": {"numa_nodes": [{"id": 0, "cpus": "0-3"},
-                                                      {"id": 1, "cpus": "3-5"}]}}, {},
+                                                     {"id": 1, "cpus": "3-5"}]}}, {},
      "cpu 3 is in node 0 and node 1"),
     ({"gpus": [{"index": 0}, {"index": 0}], "cpu": {"threads": 4}}, {}, "not unique"),
     ({"gpus": [{"index": 0}], "cpu": {}}, {}, "cpu.numa_nodes (or cpu.threads)"),
@@ -327,7 +333,7 @@ def nvidia_socket_unique_contiguous(hw, balanced=True):
     grouped = []
     for aff in socket_affinities:
         srt = sorted(aff, key=lambda x: siblings.get(x, (x,)))
-        grouped.append([tuple(g) for _, g in itertools.groupby(
+        grouped.append([tuple(g) for dummy, g in itertools.groupby(
             srt, key=lambda x: siblings.get(x, (x,)))])
     to_ids = collections.OrderedDict()
     for idx, g in enumerate(grouped):
@@ -390,3 +396,148 @@ def test_power9_smt4_nvidia_splits_cores():
     assert 20 in nv[0] and 21 in nv[1]             # core 20-23 split between GPU 0 and GPU 1
     ours = plan_gpu_affinity(hw, reserved_cores_per_socket=0)
     assert [e["cpus"] for e in ours] == ["0-23", "24-43", "44-63", "64-127"]
+
+
+# --- boundaries and validation pinned by mutation testing ----------------------------------
+
+def test_capacity_error_carries_pool_gpus_and_counts():
+    hw = small_hw([{"index": i, "numa_node": 0} for i in range(8)])
+    with pytest.raises(AffinityCapacityError) as exc:
+        plan_gpu_affinity(hw, reserved_cores_per_socket=2)
+    e = exc.value
+    assert (e.pool, e.gpus, e.cores, e.reserved) == ("NUMA node 0", list(range(8)), 6, 2)
+
+
+@pytest.mark.parametrize("cpus,ok", [("0-3,10000", True), ("0,16383", True), ("0,16384", False),
+                                     ("0,99999", False), ("0-999999", False), ([0, 16383], True),
+                                     ([0, 16384], False)])
+def test_cpu_ids_up_to_16383_are_accepted_and_above_refused(cpus, ok):
+    hw = {"cpu": {"numa_nodes": [{"id": 0, "cpus": cpus}]}, "gpus": [{"index": 0, "numa_node": 0}]}
+    if ok:
+        assert plan_gpu_affinity(hw, reserved_cores_per_socket=0)[0]["cpus"] == format_cpulist(
+            parse_cpulist(cpus))
+    else:
+        big = max(cpus) if isinstance(cpus, list) else max(
+            int(n) for n in re.findall(r"[0-9]+", cpus))
+        with pytest.raises(AffinityError, match=r"cpu.numa_nodes\[0\].cpus: cpu id.* %d|cpu id %d .*above" % (big, big)):
+            plan_gpu_affinity(hw)
+
+
+@pytest.mark.parametrize("threads,ok", [(1, True), (16384, True), (0, False), (16385, False), (-3, False)])
+def test_declared_thread_count_bounds(threads, ok):
+    hw = {"cpu": {"threads": threads}, "gpus": [{"index": 0}]}
+    if ok:
+        e = plan_gpu_affinity(hw, reserved_cores_per_socket=0)[0]
+        assert (e["cores"], e["mems"], e["numa_node"]) == (threads, "0", -1)
+    else:
+        with pytest.raises(AffinityError, match="cpu.threads: expected 1 to 16384, got %d" % threads):
+            plan_gpu_affinity(hw)
+
+
+def test_empty_numa_node_means_unknown_and_one_node_hosts_place_it_there():
+    hw = small_hw([{"index": 0, "numa_node": ""}, {"index": 1, "numa_node": "0"}])
+    assert [(e["cpus"], e["numa_node"]) for e in plan_gpu_affinity(hw)] == [("1-4", -1), ("5-7", 0)]
+
+
+@pytest.mark.parametrize("cpu,needle", [
+    ({"numa_nodes": ["x"]}, "cpu.numa_nodes[0]: expected {id, cpus}"),
+    ({"numa_nodes": [{"cpus": "0-3"}]}, "cpu.numa_nodes[0]: expected {id, cpus}"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-3"}], "core_cpus": ["0,1", "1,2"]}, "cpu.core_cpus[1]: cpu 1 is in two cores"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}], "core_cpus": ["3,4"]},
+     "cpu.core_cpus[0]: siblings 3,4 span NUMA nodes"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-3"}], "sockets": "two"}, "cpu.sockets: expected an integer, got 'two'"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-3"}], "sockets": 0}, "cpu.sockets: expected a count >= 1, got 0"),
+    ({"numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 0, "cpus": "4-7"}]}, "cpu.numa_nodes[1].id: node 0 listed twice"),
+])
+def test_bad_cpu_fields_are_named(cpu, needle):
+    with pytest.raises(AffinityError) as exc:
+        plan_gpu_affinity({"cpu": cpu, "gpus": [{"index": 0, "numa_node": 0}]})
+    assert needle in str(exc.value)
+
+
+def test_repeated_sibling_lists_are_one_core():
+    hw = small_hw([{"index": 0, "numa_node": 0}], core_cpus=["0,4", "0,4", "1,5", "2,6", "3,7"])
+    e = plan_gpu_affinity(hw)[0]
+    assert (e["cpus"], e["cores"]) == ("1-3,5-7", 3)
+
+
+def test_gpus_must_be_a_list_and_indexes_unique():
+    with pytest.raises(AffinityError, match="^gpus: expected a list, got str$"):
+        plan_gpu_affinity({"cpu": {"threads": 4}, "gpus": "0,1"})
+    with pytest.raises(AffinityError, match=r"^gpus\[1\].index: GPU index 0 is not unique$"):
+        plan_gpu_affinity({"cpu": {"threads": 4}, "gpus": [{"index": 0, "uuid": "a"}, {"index": "0", "uuid": "b"}]})
+
+
+def test_one_socket_with_two_nodes_reserves_one_core_in_all_and_infers_nothing():
+    nodes = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": 0}, {"index": 1, "numa_node": 1}],
+                                               nodes, sockets=1))
+    assert report["reserved_cpus"] == "0"
+    assert [e["cpus"] for e in report["gpus"]] == ["1-3", "4-7"]
+    assert not any("inferred" in w for w in report["warnings"])
+
+
+def test_gpu_on_node_zero_without_cpus_says_node_zero_has_none():
+    nodes = [{"id": 0, "cpus": ""}, {"id": 1, "cpus": "0-7"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": 0, "local_cpus": "0-3",
+                                                 "pci_bus_id": "0000:3b:00.0", "uuid": "GPU-1"}], nodes))
+    assert (report["gpus"][0]["fallback"], report["gpus"][0]["uuid"]) == ("local_cpus", "GPU-1")
+    assert report["warnings"][-1].startswith(
+        "GPU 0 (0000:3b:00.0): numa_node 0 has no CPUs; using its local_cpus 0-3")
+
+
+def test_unplaced_gpu_joins_the_node_with_most_usable_cores_per_gpu():
+    """Node 0: 7 usable cores and one GPU (3.5 each if shared); node 1: 4 usable, no GPU."""
+    nodes = [{"id": 0, "cpus": "0-7"}, {"id": 1, "cpus": "8-12"}]
+    hw = {"cpu": {"numa_nodes": nodes}, "gpus": [{"index": 0, "numa_node": 0}, {"index": 1, "numa_node": -1}]}
+    report = plan_gpu_affinity_report(hw)
+    assert [(e["cpus"], e["fallback"]) for e in report["gpus"]] == [("1-7", None), ("9-12", "all")]
+    assert report["warnings"][-1].endswith("placed on NUMA node 1")
+    nodes[1]["cpus"] = "8-11"       # 3 usable: sharing node 0 (3.5 each) is better
+    assert [e["cpus"] for e in plan_gpu_affinity(hw)] == ["1-4", "5-7"]
+
+
+def test_options_are_reported_normalised_and_policy_kept():
+    report = plan_gpu_affinity_report(load("dlperf-8xv100-2s-xeon5118"), reserved_cores_per_socket="2",
+                                      include_smt="no", policy="socket", max_cores_per_gpu=3.0)
+    assert report["options"] == {"reserved_cores_per_socket": 2, "include_smt": False, "max_cores_per_gpu": 3}
+    assert report["policy"] == "socket"
+
+
+def test_nodes_that_do_not_divide_into_sockets_reserve_per_node_and_say_so():
+    nodes = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}, {"id": 2, "cpus": "8-11"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": 2}], nodes, sockets=2))
+    assert report["reserved_cpus"] == "0,4,8"
+    assert "3 NUMA nodes with CPUs do not divide into 2 sockets: reserved cores are taken per " \
+        "NUMA node and there is no socket fallback" in report["warnings"]
+
+
+def test_policy_socket_without_socket_membership_splits_nodes_and_says_so():
+    report = plan_gpu_affinity_report(load("club3090-issue46-5gpu-2numa"), policy="socket")
+    assert report["gpus"] == plan_gpu_affinity_report(load("club3090-issue46-5gpu-2numa"))["gpus"]
+    assert "policy socket but socket membership unknown: splitting NUMA nodes instead" in report["warnings"]
+
+
+@pytest.mark.parametrize("node,why", [
+    (None, "numa_node is null on a host with 2 NUMA nodes and local_cpus are unknown"),
+    (-1, "numa_node is -1 on a host with 2 NUMA nodes and local_cpus are unknown"),
+    (5, "numa_node 5 is not in cpu.numa_nodes and local_cpus are unknown"),
+])
+def test_fallback_warning_says_why_the_node_was_not_used(node, why):
+    nodes = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}]
+    report = plan_gpu_affinity_report(small_hw([{"index": 0, "numa_node": node}], nodes, sockets=2))
+    assert report["warnings"] == ["cpu.core_cpus absent (declared host?): SMT siblings unknown, each CPU "
+                                  "treated as its own physical core",
+                                  "GPU 0 (None): %s; using its all CPUs: placed on NUMA node 0" % why]
+
+
+@pytest.mark.parametrize("services,needle", [
+    (["triton"], "gpu_affinity_systemd_services[0]: needs a name"),
+    ([{"name": 5, "gpus": [0]}], "gpu_affinity_systemd_services[0]: needs a name"),
+    ([{"name": "t", "gpus": []}], "(t): gpus must be a non-empty list of GPU indices"),
+    ([{"name": "t", "gpus": "0"}], "(t): gpus must be a non-empty list of GPU indices"),
+])
+def test_service_pins_refuse_bad_services(services, needle):
+    with pytest.raises(AffinityError) as exc:
+        service_pins(plan_gpu_affinity_report(load("dlperf-8xv100-2s-xeon5118")), services)
+    assert needle in str(exc.value)

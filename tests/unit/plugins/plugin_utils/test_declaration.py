@@ -14,14 +14,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.rules import compare_d
 
 from ansible.errors import AnsibleFilterError
 
-from conftest import DATA
+from testpaths import sysfs_tree
 from realhost import h200_vm
-
-import os
-
-PENDING_RULES = ("pending helper 'rules' (issue 11.3): every key hw_facts emits (cpu.vendor_id, "
-                 "memory.installed_mb, ...) must be valid in a declaration; until it merges the strict "
-                 "check calls the declaration malformed")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +29,7 @@ def esc():
     """4x RTX 6000 Ada, 17 NVMe, 2 sockets (tests/data/sysfs/esc8000a-e12), with blkid answers."""
     def run(argv):
         return (0, "PTTYPE=gpt\n", "") if argv[0].endswith("blkid") else (127, "", "")
-    return gather(root=os.path.join(DATA, "sysfs", "esc8000a-e12"), run_command=run, is_root=True,
+    return gather(root=sysfs_tree("esc8000a-e12"), run_command=run, is_root=True,
                   dmidecode="never", blkid="/sbin/blkid")
 
 
@@ -93,7 +87,7 @@ def test_yaml_file_round_trips(h200):
 
 def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):
     decl = declaration_from_gathered(esc)
-    th = resolve_settings("esc", "training", None, None)[0]
+    th = resolve_settings("training")[0]
     dclean = check_hw(decl)[0]
     assert compare_declared(dclean, check_hw(esc)[0], th) == []
     worse = copy.deepcopy(esc)
@@ -103,7 +97,6 @@ def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):
     assert ("gpus.count", 4, 3) in diffs and ("memory.total_mb", 386606, 193303) in diffs
 
 
-@pytest.mark.xfail(reason=PENDING_RULES, strict=False)
 @pytest.mark.parametrize("which", ["h200", "esc"])
 def test_round_trip_matches_declared(which, h200, esc):
     gathered = {"h200": h200, "esc": esc}[which]

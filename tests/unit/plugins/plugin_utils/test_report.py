@@ -3,11 +3,12 @@ integrity with hostile input (NaN, control characters, markup in names) and conc
 import copy
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-from multiprocessing import get_context
 
 import pytest
 
@@ -76,7 +77,7 @@ def test_junit_one_failure_per_failing_finding(tmp_path):
     inputs = {"four": collect_host_inputs("four", {"dlrack_hw": FOUR_BAD}),
               "good": collect_host_inputs("good", {"dlrack_hw": GOOD})}
     run_preflight(inputs, report_dir=str(tmp_path))
-    results, _ = evaluate_fleet(inputs)
+    results, dummy = evaluate_fleet(inputs)
     errors = [f for f in results["four"]["findings"] if f["severity"] == "error"]
     assert len(errors) == 4 and {f["rule"] for f in errors} == {"inventory.schema"}
     root, suites = _suites(tmp_path)
@@ -94,10 +95,10 @@ def test_junit_one_failure_per_failing_finding(tmp_path):
 @pytest.mark.parametrize("mode", ["skipped", "failed", "passed"])
 def test_junit_warnings_setting(tmp_path, mode):
     _fleet(tmp_path, junit_warnings=mode)
-    results, _ = evaluate_fleet({"live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
+    results, dummy = evaluate_fleet({"live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
     warnings = [f for f in results["live"]["findings"] if f["severity"] == "warning" and not f.get("skipped")]
     assert warnings and results["live"]["status"] == "warn"
-    _, suites = _suites(tmp_path)
+    dummy, suites = _suites(tmp_path)
     cases = suites["live"].findall("testcase")
     failures = [c.find("failure") for c in cases if c.find("failure") is not None]
     skipped = [c.find("skipped") for c in cases if c.find("skipped") is not None]
@@ -130,7 +131,7 @@ def test_non_finite_numbers_never_reach_json_and_become_a_finding(tmp_path):
     hw["memory"]["total_mb"] = float("nan")
     inputs = {"nan": collect_host_inputs("nan", {"dlrack_hw_gathered": hw}),
               "good": collect_host_inputs("good", {"dlrack_hw": GOOD})}
-    results, _ = evaluate_fleet(inputs)
+    results, dummy = evaluate_fleet(inputs)
     results["nan"]["findings"][0]["observed"] = float("inf")        # whatever a rule may compute
     report.write_reports(str(tmp_path), results, {"hosts": 2, "pass": 1, "warn": 0, "fail": 1})
     _strict_json(_read(tmp_path, "report.json"))
@@ -143,7 +144,7 @@ def test_non_finite_numbers_never_reach_json_and_become_a_finding(tmp_path):
 
 def test_guard_replaces_non_finite_and_names_the_path():
     from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import guard_non_finite
-    results, _ = evaluate_fleet({"h": collect_host_inputs("h", {"dlrack_hw": GOOD})})
+    results, dummy = evaluate_fleet({"h": collect_host_inputs("h", {"dlrack_hw": GOOD})})
     assert guard_non_finite(results) == [] and results["h"]["status"] == "pass"
     results["h"]["findings"][2]["required"] = float("-inf")
     assert guard_non_finite(results) == ["h"]
@@ -209,7 +210,7 @@ def test_html_escapes_hostile_names_in_every_context(tmp_path):
     assert ("section", "id", "host-" + HOSTILE_HOST) in p.attrs
     assert any(t == "tr" and k == "data-host" and v == HOSTILE_HOST for t, k, v in p.attrs)
     # SVG context: the hostile GPU model is inside <text>, escaped (cut to the box, full text in <title>)
-    results, _ = evaluate_fleet(_hostile_fleet())
+    results, dummy = evaluate_fleet(_hostile_fleet())
     assert p.tags.count("svg") == sum(1 for r in results.values() if r["hw"]) == 3
     assert "&lt;script&gt;" in html and "\x01" not in html and "\x00" not in html
 
@@ -316,7 +317,7 @@ def test_concurrent_writers_leave_one_complete_set(tmp_path, monkeypatch):
             report.write_reports(str(tmp_path), results, summary)
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
-    threads = [threading.Thread(target=writer) for _ in range(2)]
+    threads = [threading.Thread(target=writer) for dummy in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -333,19 +334,30 @@ def _run_ids(d):
     return ids
 
 
-def _write_many(args):
-    d, n = args
-    results, summary = evaluate_fleet({"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
-                                       "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
-    for _ in range(n):
-        report.write_reports(d, results, summary)
+_WRITER = """
+import json, sys
+from ansible_collections.dlrack.node.plugins.plugin_utils import report
+d, n, data = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3]))
+for dummy in range(n):
+    report.write_reports(d, data["results"], data["summary"])
+"""
 
 
 def test_concurrent_processes_leave_one_complete_set(tmp_path):
-    with get_context("fork").Pool(2) as pool:
-        pool.map(_write_many, [(str(tmp_path), 15)] * 2)
-    assert len(_run_ids(tmp_path)) == 1
-    assert sorted(os.listdir(str(tmp_path))) == [report.LOCK_NAME, "report.html", "report.json", "report.xml"]
+    # Two real processes (not a fork of this one: forking a pytest process that has other tests'
+    # threads alive can deadlock the child) write the same directory 15 times each.
+    results, summary = evaluate_fleet({"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
+                                       "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})})
+    data = tmp_path / "fleet.json"
+    data.write_text(json.dumps({"results": results, "summary": summary}))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(out), "15", str(data)], env=env)
+             for dummy in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    assert len(_run_ids(out)) == 1
+    assert sorted(os.listdir(str(out))) == [report.LOCK_NAME, "report.html", "report.json", "report.xml"]
 
 
 def test_reusable_building_blocks(tmp_path):

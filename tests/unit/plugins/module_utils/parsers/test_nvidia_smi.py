@@ -6,7 +6,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.parsers import nvidia_
 
 import os
 
-from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
+from realdata import ids, read, real  # tests/realdata.py
 
 XML = real("nvidia-smi-q-xml")
 NVLINK = real("nvidia-smi-nvlink")

@@ -6,24 +6,30 @@ from ansible_collections.dlrack.node.plugins.module_utils.parsers import dmideco
 
 import os
 
-from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
+from realdata import ids, read, real  # tests/realdata.py
 
 
 DMI = real("dmidecode")
 # file -> (ecc, product, installed DIMMs, installed MiB, (total width, data width), populated CPU version)
 DMI_EXPECTED = {
-    "linuxhw-hpe-cray-xd665-gpu-server-2s-epyc9354-ddr5-multibit-ecc.txt": ("multi-bit", "HPE Cray SC XD665", 24, 24 * 65536, (80, 64), "AMD EPYC 9354 32-Core Processor"),
-    "linuxhw-supermicro-as4124gs-tnr-8gpu-2s-epyc7763-ddr4-multibit-ecc.txt": ("multi-bit", "AS -4124GS-TNR", 16, 16 * 65536, (72, 64), "AMD EPYC 7763 64-Core Processor"),
-    "linuxhw-gigabyte-g482-z54-8gpu-2s-epyc7302-ddr4-multibit-ecc.txt": ("multi-bit", "G482-Z54-00", 16, 16 * 16384, (72, 64), "AMD EPYC 7302 16-Core Processor"),
-    "linuxhw-asus-esc8000g4-8gpu-server-2s-xeon4214-single-bit-ecc.txt": ("single-bit", "ESC8000 G4", 8, 8 * 32768, (72, 64), "Intel(R) Xeon(R) Silver 4214 CPU @ 2.20GHz"),
-    "linuxhw-supermicro-sys4029gp-trt-8gpu-2s-xeon4210-single-bit-ecc.txt": ("single-bit", "SYS-4029GP-TRT", 4, 4 * 32768, (72, 64), "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz"),
+    "linuxhw-hpe-cray-xd665-gpu-server-2s-epyc9354-ddr5-multibit-ecc.txt":
+        ("multi-bit", "HPE Cray SC XD665", 24, 24 * 65536, (80, 64), "AMD EPYC 9354 32-Core Processor"),
+    "linuxhw-supermicro-as4124gs-tnr-8gpu-2s-epyc7763-ddr4-multibit-ecc.txt":
+        ("multi-bit", "AS -4124GS-TNR", 16, 16 * 65536, (72, 64), "AMD EPYC 7763 64-Core Processor"),
+    "linuxhw-gigabyte-g482-z54-8gpu-2s-epyc7302-ddr4-multibit-ecc.txt":
+        ("multi-bit", "G482-Z54-00", 16, 16 * 16384, (72, 64), "AMD EPYC 7302 16-Core Processor"),
+    "linuxhw-asus-esc8000g4-8gpu-server-2s-xeon4214-single-bit-ecc.txt":
+        ("single-bit", "ESC8000 G4", 8, 8 * 32768, (72, 64), "Intel(R) Xeon(R) Silver 4214 CPU @ 2.20GHz"),
+    "linuxhw-supermicro-sys4029gp-trt-8gpu-2s-xeon4210-single-bit-ecc.txt":
+        ("single-bit", "SYS-4029GP-TRT", 4, 4 * 32768, (72, 64), "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz"),
     "linuxhw-asus-esc4000a-e10-4gpu-1s-epyc7453-multibit-ecc.txt": ("multi-bit", "ESC4000A-E10", 8, 8 * 65536, (72, 64), "AMD EPYC 7453 28-Core Processor"),
     "linuxhw-gigabyte-g242-z11-4gpu-1s-epyc7742-multibit-ecc.txt": ("multi-bit", "G242-Z11-00", 8, 8 * 65536, (72, 64), "AMD EPYC 7742 64-Core Processor"),
     "linuxhw-asrockrack-b650d4u-1s-epyc4344p-ddr5-ecc-none.txt": ("none", None, 4, 4 * 49152, (64, 64), "AMD EPYC 4344P 8-Core Processor"),
     "netbox-agent-Dell_PowerEdge_M630.txt": ("multi-bit", "PowerEdge M630", 8, 65536, (72, 64), "Intel(R) Xeon(R) CPU E5-2683 v3 @ 2.00GHz"),
     "netbox-agent-Dell_DSS7500.txt": ("multi-bit", "DSS7500", 12, 196608, (72, 64), "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz"),
     "netbox-agent-HP_BL460c_Gen10.txt": ("multi-bit", "ProLiant BL460c Gen10", 4, 65536, (72, 64), "Intel(R) Xeon(R) Gold 6126 CPU @ 2.60GHz"),
-    "netbox-agent-HP_ProLiant_BL460c_Gen10_Graphics_Exp.txt": ("multi-bit", "ProLiant BL460c Gen10 Graphics Exp", 4, 131072, (72, 64), "Intel(R) Xeon(R) Gold 6132 CPU @ 2.60GHz"),
+    "netbox-agent-HP_ProLiant_BL460c_Gen10_Graphics_Exp.txt":
+        ("multi-bit", "ProLiant BL460c Gen10 Graphics Exp", 4, 131072, (72, 64), "Intel(R) Xeon(R) Gold 6132 CPU @ 2.60GHz"),
     "netbox-agent-HP_DL380p_Gen8.txt": ("single-bit", "ProLiant DL380p Gen8", 10, 65536, (72, 64), "Intel(R) Xeon(R) CPU E5-2620 0 @ 2.00GHz"),
     "netbox-agent-SM_SYS-6018R.txt": ("multi-bit", "SYS-6018R-TDTPR", 4, 65536, (72, 64), "Intel(R) Xeon(R) CPU E5-2630 v4 @ 2.20GHz"),
     "netbox-agent-SM_SSG-6028R.txt": ("multi-bit", "SSG-6028R-OSD072P", 4, 65536, (72, 72), "Intel(R) Xeon(R) CPU E5-2620 v4 @ 2.10GHz"),

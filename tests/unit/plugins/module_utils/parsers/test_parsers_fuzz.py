@@ -1,8 +1,5 @@
 """Hypothesis: truncated / garbled real outputs give a valid result or ParseError, nothing else."""
-import glob
-import os
-
-from realdata import REAL, ids, read, real  # noqa: F401  (tests/realdata.py)
+from realdata import read, real  # tests/realdata.py
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -47,19 +44,19 @@ def _check(fn, text):
     assert isinstance(out, (dict, list))
 
 
-@pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, _ in PARSERS])
+@pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, dummy in PARSERS])
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_garbled_real_outputs(category, fn, data):
     files = real(category)
     path = data.draw(st.sampled_from(files))
     text = read(path)
-    for _ in range(data.draw(st.integers(1, 3))):
+    for dummy in range(data.draw(st.integers(1, 3))):
         text = _mutate(text, data)
     _check(fn, text)
 
 
-@pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, _ in PARSERS])
+@pytest.mark.parametrize("category,fn", PARSERS, ids=[c for c, dummy in PARSERS])
 @settings(max_examples=40, deadline=None, database=None)
 @given(text=st.text(max_size=300))
 def test_arbitrary_text(category, fn, text):
