@@ -74,7 +74,7 @@ def host_variables(hostvars, host):
     out = {}
     for key in _HOST_VARS:
         try:
-            out[key] = _plain(hv[key]) if key in hv else None
+            out[key] = _plain(hv.get(key))
         except AnsibleError as exc:
             out[key] = Unresolved(exc)
     return out

@@ -65,6 +65,9 @@ class HostView(object):
             return self._hostvars[self._host][name]
         return value
 
+    def get(self, name, default=None):
+        return self[name] if name in self._raw else default
+
 
 def host_view(hostvars, host):
     """What read_host() reads for `host`: a HostView over Ansible's hostvars, or the plain
