@@ -29,13 +29,13 @@ def choose_manager(which):
 
 def split_dpkg_name(spec):
     """apt's NAME[:ARCH][=VERSION] -> (name, arch or None, version or None)."""
-    name, _, version = spec.partition("=")
-    name, _, arch = name.partition(":")
+    name, dummy, version = spec.partition("=")
+    name, dummy, arch = name.partition(":")
     return name, arch or None, version or None
 
 
 def dpkg_argv(spec):
-    name, arch, _ = split_dpkg_name(spec)
+    name, arch, dummy = split_dpkg_name(spec)
     return ["dpkg-query", "-W", "-f=" + DPKG_FORMAT, name + (":" + arch if arch else "")]
 
 
@@ -45,7 +45,7 @@ def dpkg_installed(spec, rc, stdout):
     asked architecture and version when the spec names them. rc 1 = dpkg does not know it."""
     if rc not in (0, 1):
         raise PackageQueryError("dpkg-query failed for %s (rc %d)" % (spec, rc))
-    _, arch, version = split_dpkg_name(spec)
+    dummy, arch, version = split_dpkg_name(spec)
     for line in stdout.splitlines():
         fields = line.split("\t")
         if len(fields) < 4:
@@ -83,7 +83,7 @@ def missing_packages(specs, manager, run):
     for spec in specs:
         if spec in out:
             continue
-        rc, stdout, _ = run(argv(spec))
+        rc, stdout, dummy = run(argv(spec))
         if not installed(spec, rc, stdout):
             out.append(spec)
     return out

@@ -42,8 +42,11 @@ attributes:
     support: full
     description: The packages that would be installed.
   platform:
-    platforms: [debian, rhel]
-author: dlrack.node contributors
+    support: full
+    platforms: posix
+    description: Debian/Ubuntu (dpkg) and RHEL-family (rpm) hosts.
+author:
+  - dlrack.node contributors (@dlrack)
 """
 
 EXAMPLES = r"""
@@ -84,6 +87,8 @@ manager:
   sample: dpkg
 """
 
+import functools
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dlrack.node.plugins.module_utils.packages import (
@@ -100,10 +105,10 @@ def main():
     try:
         manager = module.params["manager"]
         if manager == "auto":
-            manager = choose_manager(lambda tool: module.get_bin_path(tool))
+            manager = choose_manager(module.get_bin_path)
         # LANG=C: the messages parsed are the untranslated ones.
-        missing = missing_packages(names, manager, lambda argv: module.run_command(
-            argv, environ_update={"LANG": "C", "LC_ALL": "C"}))
+        missing = missing_packages(names, manager, functools.partial(
+            module.run_command, environ_update={"LANG": "C", "LC_ALL": "C"}))
     except PackageQueryError as exc:
         module.fail_json(msg=str(exc))
     present = [n for n in names if n not in missing]

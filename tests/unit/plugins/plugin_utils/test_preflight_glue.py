@@ -41,7 +41,7 @@ def test_plain_declarations_are_not_templated_and_templates_are():
     inputs, gather = read_host("plain", host_view(hv, "plain"))
     assert inputs["hw"] == GOOD and inputs["profile"] == "training" and gather is False
     assert hv.templated == []                                   # nothing to template: raw values used
-    inputs, _ = read_host("tmpl", host_view(hv, "tmpl"))
+    inputs = read_host("tmpl", host_view(hv, "tmpl"))[0]
     assert inputs["hw"]["cpu"]["model"] == "tmpl" and hv.templated == [("tmpl", "dlrack_hw")]
     assert "dlrack_hw" not in HostView(hv, "unknown")           # an unknown host declares nothing
 
