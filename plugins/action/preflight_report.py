@@ -15,7 +15,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    HOST_VARS, DriftFileError, _plain, collect_host_inputs, hosts_to_gather, load_drift, run_preflight)
+    HOST_VARS, DriftFileError, _plain, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -25,6 +25,7 @@ _SPEC = {
     "drift_file": {"type": "path"},
     "report_prefix": {"type": "str", "default": "report"},
     "select_only": {"type": "bool", "default": False},
+    "select_first": {"type": "bool", "default": False},
     "gather": {"type": "bool", "default": False},
     "use_fact_cache": {"type": "bool", "default": False},
     "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
@@ -64,9 +65,10 @@ _HOST_VARS = tuple(HOST_VARS) + tuple(v for v in ("dlrack_use_fact_cache",) if v
 def host_variables(hostvars, host):
     """One host's dlrack_* variables as plain data, read one at a time: a variable that Ansible
     cannot template (an undefined variable inside it) becomes an Unresolved marker, which the
-    rule engine reports on that host alone instead of failing the whole run."""
+    rule engine reports on that host alone instead of failing the whole run. Values are read raw
+    and templated (in that host's context) only where they hold a template (host_view)."""
     try:
-        hv = hostvars.get(host) or {}
+        hv = host_view(hostvars, host)
     except AnsibleError as exc:
         return dict((key, Unresolved(exc)) for key in _HOST_VARS)
     out = {}
@@ -97,8 +99,19 @@ class ActionModule(ActionBase):
             # (an empty one was refused by _validated_args: a mistake, never "no report")
             report_dir = os.path.expanduser(os.path.expandvars(report_dir))
         inputs = {}
+        gather_hosts = []
         for host in args["hosts"]:
-            inputs[host] = collect_host_inputs(host, variables[host])
+            inputs[host], gather = read_host(host, variables[host], args["gather"], args["use_fact_cache"])
+            if gather:
+                gather_hosts.append(host)
+        if args["select_first"]:
+            # One read of every host's variables serves both steps: validate now unless some
+            # host must be gathered first (then the caller gathers and validates again).
+            result["gather_hosts"] = gather_hosts
+            result["validated"] = not gather_hosts
+            if gather_hosts:
+                result["changed"] = False
+                return result
         drift = args.get("drift")
         if args.get("drift_file"):
             try:

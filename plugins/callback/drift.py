@@ -15,8 +15,10 @@ version_added: 0.1.0
 description:
   - Active only in plays that set the play variable C(dlrack_drift_file) (playbooks/drift.yml does).
     For every task result with C(changed) (in check mode, one that would change) it appends a record
-    C({host, role, task, action, diff}) to that JSON file as the run goes; unreachable hosts and
-    failed tasks are recorded too. The drift play reads the file to write the drift report and to
+    C({host, role, task, action, diff}) to that JSON file as the run goes; unreachable hosts (also
+    when the play ignores unreachable hosts) and failed tasks (also when a rescue section handles
+    them, as drift.yml does per role) are recorded too, with the task and its message. Every play
+    of one run that names the same file adds to it. The drift play reads the file to write the drift report and to
     set the exit status, so the report never depends on parsing console output.
   - Enable it with C(callbacks_enabled = dlrack.node.drift) in C(ansible.cfg) or
     C(ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift) (the collection's ansible.cfg does).
@@ -43,6 +45,7 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).__init__(*args, **kwargs)
         self._path = None
         self._records = {}
+        self._started = set()   # files begun in this run: later plays add to them
 
     def v2_playbook_on_play_start(self, play):
         self._path = None
@@ -58,7 +61,9 @@ class CallbackModule(CallbackBase):
                 self._display.warning("dlrack.node.drift: cannot resolve dlrack_drift_file %r: %s" % (raw, exc))
                 return
         self._path = os.path.abspath(str(path))
-        self._records = {}
+        if self._path not in self._started:   # a new run starts a new file; its later plays add to it
+            self._started.add(self._path)
+            self._records = {}
         self._flush()
 
     def _flush(self):
@@ -86,6 +91,8 @@ class CallbackModule(CallbackBase):
         if isinstance(diff, list):
             diff = [d for d in diff if d]
         rec["diff"] = diff or None
+        if result._result.get("msg"):   # e.g. packages_missing's "would install: rasdaemon"
+            rec["msg"] = str(result._result["msg"])[:500]
         if result._result.get("results"):
             rec["items"] = [str(r.get("item")) for r in result._result["results"] if r.get("changed")]
         self._host(result._host.get_name())["changes"].append(rec)

@@ -50,12 +50,20 @@ options:
         M(dlrack.node.hw_facts) (nothing declared, C(dlrack_gather) set, and no usable fact cache).
     type: bool
     default: false
+  select_first:
+    description:
+      - Read every host's variables once, find the hosts to gather (as O(select_only) does) and, when there
+        are none, validate and write the reports in the same pass (RV(validated) true); otherwise return
+        RV(gather_hosts) only, and validate again after gathering. Halves the controller work of a
+        declared fleet.
+    type: bool
+    default: false
   gather:
-    description: With O(select_only), gather declared hosts too (as C(dlrack_gather=true) on every host).
+    description: With O(select_only) or O(select_first), gather declared hosts too (as C(dlrack_gather=true) on every host).
     type: bool
     default: false
   use_fact_cache:
-    description: With O(select_only), skip hosts whose C(dlrack_hw_gathered) is already in the fact cache.
+    description: With O(select_only) or O(select_first), skip hosts whose C(dlrack_hw_gathered) is already in the fact cache.
     type: bool
     default: false
   report_prefix:
@@ -93,9 +101,17 @@ lines:
   type: list
   returned: always
 gather_hosts:
-  description: With O(select_only), the hosts to gather.
+  description: With O(select_only) or O(select_first), the hosts to gather.
   type: list
-  returned: when select_only
+  returned: when select_only or select_first
+validated:
+  description: With O(select_first), whether the fleet was validated in this pass (no host to gather).
+  type: bool
+  returned: when select_first
+error_hosts:
+  description: Hosts that could not be checked (unreachable, or a check task failed), with O(drift_file) or O(drift).
+  type: list
+  returned: always
 drift_hosts:
   description: Hosts with at least one task that would change (only with O(drift_file) or O(drift)).
   type: list

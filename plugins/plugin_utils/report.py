@@ -371,6 +371,13 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
         for change in (drift or {}).get(host, {}).get("changes", []):
             cases.append(junit_case("drift." + host, "drift: %s" % change.get("task"), "failure",
                                     "would change: %s" % change.get("task"), "drift", strict_json_dumps(change, indent=None)))
+        host_drift = (drift or {}).get(host, {})
+        for failure in host_drift.get("failures", []):
+            # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
+            cases.append(junit_case("drift." + host, "drift check: %s" % failure.get("task"), "error",
+                                    "%s: %s" % (failure.get("task"), failure.get("msg")),
+                                    "unreachable" if host_drift.get("unreachable") else "check_failed",
+                                    strict_json_dumps(failure, indent=None)))
         suites.append({"name": host, "cases": cases})
     if not suites:
         suites.append({"name": "dlrack.node preflight (no hosts)", "cases": []})
@@ -697,11 +704,14 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
     warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
     drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
+    error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
+                  for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
     return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
                   hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
                   open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, dummy in warnings}), drift=drift, drift_rows=drift_rows,
+                  error_rows=error_rows, errored=len({row[0] for row in error_rows}),
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
 
 

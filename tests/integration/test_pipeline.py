@@ -29,25 +29,68 @@ def _run(tmp_path, playbook="playbooks/preflight.yml", inventory=None, limit=Non
     )
 
 
-def _failed_hosts(runner):
-    return sorted({e["event_data"]["host"] for e in runner.events if e["event"] == "runner_on_failed"})
+def _verdict(runner):
+    """The one failing task of a failing fleet, and the failing hosts the run published (set_stats)."""
+    failed = [e for e in runner.events if e["event"] == "runner_on_failed"]
+    stats = [e for e in runner.events if e["event"] == "playbook_on_stats"]
+    return failed, stats[-1]["event_data"].get("artifact_data", {}).get("dlrack_preflight_failed_hosts")
 
 
-def test_failing_fleet_fails_the_pipeline_and_names_the_hosts(tmp_path):
+def test_failing_fleet_fails_the_pipeline_once_and_names_the_hosts(tmp_path):
     reports = tmp_path / "reports"
     r = _run(tmp_path, extravars={"dlrack_report_dir": str(reports)})
     assert r.status == "failed" and r.rc != 0
     doc = json.loads((reports / "report.json").read_text())
     failing = sorted(h for h, v in doc["hosts"].items() if v["status"] == "fail")
     assert failing == ["gpu-b01", "gpu-b02", "gpu-d01", "gpu-x01", "ws-01"]
-    assert _failed_hosts(r) == failing                       # exactly those hosts failed the play
-    assert (reports / "report.xml").exists() and (reports / "report.html").exists()
+    # One failing task for the whole fleet, on the first failing host, naming every failing host;
+    # the same list in the run's stats (artifact_data) for the pipeline to read.
+    failed, published = _verdict(r)
+    assert len(failed) == 1 and failed[0]["event_data"]["host"] == failing[0]
+    msg = failed[0]["event_data"]["res"]["msg"]
+    assert "5 host(s)" in msg and all(h in msg for h in failing)
+    assert not any(h in msg for h in ("gpu-a01", "gpu-a02", "gpu-b03", "ws-02"))
+    assert published == failing
+    assert r.stats["failures"] == {failing[0]: 1}
+    # JUnit names every failing host too.
+    xml = (reports / "report.xml").read_text()
+    for h in failing:
+        assert 'testsuite name="%s"' % h in xml
+    assert (reports / "report.html").exists()
     # No host was contacted: every host is declared (gpu-d01's facts come from its inventory).
     assert not any(e["event"] == "runner_on_unreachable" for e in r.events)
-    assert r.stats["failures"].keys() == set(failing)
     # The artifacts a pipeline archives are there.
     art = os.path.join(str(tmp_path / "runner"), "artifacts", r.config.ident)
     assert os.path.exists(os.path.join(art, "rc")) and os.path.exists(os.path.join(art, "job_events"))
+
+
+def test_site_provisions_only_passing_hosts_then_fails_once(tmp_path):
+    """site.yml on a fleet with failing hosts: the failing hosts get no provisioning task (the
+    provisioning play ends them first), the passing one is provisioned, and the run fails once at
+    the end naming the failing hosts. Local connection, --tags limited to the always-tagged gate and
+    fact gathering, so nothing on this machine is changed."""
+    import yaml
+    ex = os.path.join(ROOT, "inventories", "example")
+    with open(os.path.join(ex, "group_vars", "rack_a.yml")) as fh:
+        good = yaml.safe_load(fh)["dlrack_hw"]
+    with open(os.path.join(ex, "host_vars", "gpu-b01.yml")) as fh:
+        bad = yaml.safe_load(fh)["dlrack_hw"]
+    local = {"ansible_connection": "local", "ansible_python_interpreter": os.path.join(ROOT, ".venv", "bin", "python")}
+    inv = tmp_path / "inv.json"
+    inv.write_text(json.dumps({"all": {"hosts": {"bad-1": dict(local, dlrack_hw=bad), "good-1": dict(local, dlrack_hw=good),
+                                                 "bad-2": dict(local, dlrack_hw=bad)}}}))
+    r = _run(tmp_path, playbook="playbooks/site.yml", inventory=str(inv),
+             extravars={"dlrack_report_dir": str(tmp_path / "r"), "dlrack_become": False},
+             envvars={"ANSIBLE_RUN_TAGS": "dlrack_none"})
+    assert r.status == "failed" and r.rc != 0, r.stdout.read()[-3000:]
+    setup = sorted(e["event_data"]["host"] for e in r.events if e["event"] == "runner_on_ok"
+                   and e["event_data"].get("task_action") in ("ansible.builtin.setup", "setup"))
+    assert setup == ["good-1"]                                  # only the passing host is provisioned
+    failed, published = _verdict(r)
+    assert [e["event_data"]["host"] for e in failed] == ["bad-1"] and published == ["bad-1", "bad-2"]
+    assert "bad-1, bad-2" in failed[0]["event_data"]["res"]["msg"]
+    site = json.loads((tmp_path / "r" / "site.json").read_text())
+    assert {h: v["status"] for h, v in site["hosts"].items()} == {"bad-1": "fail", "bad-2": "fail", "good-1": "pass"}
 
 
 def test_passing_fleet_succeeds(tmp_path):
@@ -65,7 +108,8 @@ def test_fail_on_never_reports_without_failing_and_warning_is_stricter(tmp_path)
     r = _run(tmp_path, limit="rack_b:ws-02", extravars={"dlrack_report_dir": str(tmp_path / "r2"),
                                                         "dlrack_fail_on": "warning"})
     assert r.status == "failed"
-    assert "gpu-b03" in _failed_hosts(r)                     # warnings only, fatal with 'warning'
+    failed, published = _verdict(r)
+    assert "gpu-b03" in published and "gpu-b03" in failed[0]["event_data"]["res"]["msg"]   # warnings only, fatal with 'warning'
 
 
 def test_validate_from_fact_cache_without_reconnecting(tmp_path):
