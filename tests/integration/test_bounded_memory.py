@@ -44,6 +44,7 @@ def test_hostile_fleet_under_an_address_space_limit(tmp_path):
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["hosts"] == 2000 and res["report_error"] is None
     assert res["statuses"] == ["fail"]
+
     def no_constants(name):
         raise ValueError("report.json holds %s: not strict JSON" % name)
     with open(str(tmp_path / "report.json")) as f:
