@@ -146,15 +146,24 @@ def _cpu_key(normalized):
     return frozenset(tokens)
 
 
+# Index slot of the digitless names, matched only as a whole normalized string: a name without a
+# SKU number ('Neoverse-V2', 'Intel(R) Xeon(R) Processor') never matches by its words.
+_EXACT = "exact"
+
+
 def _build_cpu_index(entries):
-    index = {}
+    """{digit-token key: [entries]} plus, under ``_EXACT``, {whole normalized name: [entries]} for
+    the model names and aliases that carry no digit at all ('NVIDIA Grace')."""
+    index = {_EXACT: {}}
     for entry in entries:
         for name in [entry["model"]] + list(entry.get("aliases") or []):
-            key = _cpu_key(normalize_cpu_name(name))
-            if key:
-                index.setdefault(key, [])
-                if entry not in index[key]:
-                    index[key].append(entry)
+            norm = normalize_cpu_name(name)
+            if not norm:
+                continue
+            key = _cpu_key(norm)
+            bucket = index.setdefault(key, []) if key else index[_EXACT].setdefault(norm, [])
+            if entry not in bucket:
+                bucket.append(entry)
     return index
 
 
@@ -172,15 +181,23 @@ def _cpu_brand_ok(query_norm, entry):
 def lookup_cpu(name):
     """Catalogue entry for a CPU name from /proc/cpuinfo, lscpu, dmidecode or an inventory.
 
+    A name whose tokens carry no digit ('NVIDIA Grace', 'Grace CPU Superchip') matches only a
+    catalogued model or alias equal to it after normalization; any other digitless name (a family
+    or core name such as 'Neoverse-V2', a hypervisor's 'Intel Xeon Processor') returns None.
+
     Returns a dict (a copy of the entry plus ``ambiguous: False`` and ``candidates``), an
     ambiguity result (``ambiguous: True``, differing figures None, see ``_merge``), or None.
     """
     norm = normalize_cpu_name(name)
-    key = _cpu_key(norm)
-    if not key:
+    if not norm:
         return None
+    key = _cpu_key(norm)
     _entries, index = _load("cpus")
-    found = [e for e in index.get(key, []) if _cpu_brand_ok(norm, e)]
+    if key:
+        found = [e for e in index.get(key, []) if _cpu_brand_ok(norm, e)]
+    else:
+        # No digit-carrying token: only an exact (whole, normalized) model or alias name counts.
+        found = list(index[_EXACT].get(norm, []))
     if not found:
         return None
     if len(found) == 1:

@@ -371,8 +371,10 @@ def test_cpu_keys_are_unique():
     for entry in catalogue.catalogue_entries("cpus"):
         names = [entry["model"]] + list(entry.get("aliases") or [])
         for name in names:
-            key = catalogue._cpu_key(normalize_cpu_name(name))
-            assert key, name
+            norm = normalize_cpu_name(name)
+            # a name without a digit-carrying token is keyed by its whole normalized text (exact match only)
+            key = catalogue._cpu_key(norm) or ("exact", norm)
+            assert norm, name
             assert seen.setdefault(key, entry["model"]) == entry["model"], "%s collides with %s" % (name, seen[key])
         # every entry is found by its own canonical name and aliases
         for name in names:
@@ -470,3 +472,45 @@ def test_issue11_cpu_lanes():
     assert cpu_lanes(lookup_cpu("Intel Core i9-11900K"), 1)[0] == 20
     # a family name without the SKU is not a SKU
     assert lookup_cpu("Kunpeng-920") is None
+
+
+# ---- NVIDIA Grace: digitless names, matched only exactly ------------------------------------------
+
+@pytest.mark.parametrize("name,model", [
+    # as an inventory declares it
+    ("NVIDIA Grace", "NVIDIA Grace"),
+    ("NVIDIA Grace CPU", "NVIDIA Grace"),
+    ("Grace", "NVIDIA Grace"),
+    ("  nvidia   GRACE ", "NVIDIA Grace"),
+    ("NVIDIA(R) Grace(TM) CPU", "NVIDIA Grace"),
+    ("Grace CPU Superchip", "NVIDIA Grace CPU Superchip"),
+    ("NVIDIA Grace CPU Superchip", "NVIDIA Grace CPU Superchip"),
+    ("Grace Superchip", "NVIDIA Grace CPU Superchip"),
+])
+def test_grace_resolves_by_exact_name(name, model):
+    spec = lookup_cpu(name)
+    assert spec["model"] == model and not spec["ambiguous"]
+    assert (spec["vendor"], spec["cores"], spec["threads"], spec["pcie_lanes"], spec["pcie_gen"]) == ("arm", 72, 72, 64, 5)
+    assert spec["ecc"] is True and spec["memory_channels"] is None
+    assert spec["source"].startswith("https://resources.nvidia.com/")
+
+
+def test_grace_superchip_is_two_grace_sockets():
+    spec = lookup_cpu("Grace CPU Superchip")
+    assert cpu_lanes(spec, 2) == (128, "2 x 64 lanes per socket (NVIDIA Grace CPU Superchip)")   # 8 x PCIe Gen5 x16
+    assert spec["cores"] * 2 == 144 and spec["max_sockets"] == 2
+    assert cpu_lanes(lookup_cpu("NVIDIA Grace"), 1)[0] == 64                                    # 4 x PCIe Gen5 x16
+
+
+@pytest.mark.parametrize("name", [
+    None, "", "   ",
+    # what a Grace host itself reports: arm64 /proc/cpuinfo has no model name (hw_facts: null), lscpu
+    # names the core, shared with other Neoverse V2 parts -> not Grace
+    "Neoverse-V2", "Neoverse V2", "ARM Neoverse-V2",
+    # digitless names that are not an exact model or alias: no word matching
+    "Neoverse", "NVIDIA", "Superchip", "Grace Hopper", "NVIDIA Grace Hopper Superchip", "Grace CPU Superchip 2",
+    "Intel(R) Xeon(R) Processor", "Intel Xeon Processor", "AMD EPYC Processor", "Common KVM processor",
+    "QEMU Virtual CPU", "Ampere Altra", "Kunpeng", "Hygon C86",
+])
+def test_digitless_names_without_exact_alias_stay_unknown(name):
+    assert lookup_cpu(name) is None
