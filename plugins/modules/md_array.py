@@ -146,62 +146,94 @@ def decide(name, level, members, running, examined, signatures, holders, allow, 
     want = sorted(members)
     _refuse_untouchable(name, want, usage or {}, running)
     device = "/dev/md/%s" % name
-    for md_dev, det in sorted(running.items()):
-        if not name_matches(det.get("MD_NAME"), name):
-            continue
-        have = detail_members(det)
-        if det.get("MD_LEVEL") != LEVEL_NAMES[level]:
-            raise MdError("array %s (%s) is running as %s, wanted %s; not changing an existing array"
-                          % (device, md_dev, det.get("MD_LEVEL"), LEVEL_NAMES[level]))
-        if sorted(have) != want:
-            missing = [m for m in want if m not in have]
-            extra = [m for m in have if m not in want]
-            if extra or not have or len(missing) == len(want):
-                raise MdError("array %s (%s) is running with members %s, wanted %s; not changing an existing "
-                              "array (grow or replace members by hand)" % (device, md_dev, ", ".join(have),
-                                                                           ", ".join(want)))
-            return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID"),
-                                "warning": "array %s is degraded: %s missing" % (device, ", ".join(missing))}
-        return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID")}
+    decision = _decide_running(name, level, want, running, device)
+    if decision is not None:
+        return decision
     # Not running: do the members carry this array's superblock?
     ours = {m: e for m, e in examined.items() if e.get("MD_UUID") and name_matches(e.get("MD_NAME"), name)}
     if ours:
-        uuids = sorted(set(e["MD_UUID"] for e in ours.values()))
-        blank = [m for m in want if m not in ours]
-        if len(uuids) > 1:
-            raise MdError("members of %s carry different array UUIDs (%s); assemble or clean them by hand"
-                          % (device, ", ".join(uuids)))
-        if blank:
-            raise MdError("only some members carry the superblock of %s (UUID %s); %s do not. Not assembling "
-                          "or re-creating; inspect with mdadm --examine" % (device, uuids[0], ", ".join(blank)))
-        for m in want:
-            if holders.get(m):
-                raise MdError("%s is held by %s (an inactive or partly assembled array?); run mdadm --stop on "
-                              "it first" % (m, ", ".join(holders[m])))
-        return "assemble", ["mdadm", "--assemble", device, "--uuid=%s" % uuids[0]] + want, {"uuid": uuids[0]}
-    problems = []
+        return _decide_assemble(want, ours, holders, device)
+    _refuse_foreign(want, examined, signatures, holders, allow, device)
+    return "create", _create_argv(name, level, want, chunk_kb, metadata, device), {}
+
+
+def _decide_running(name, level, want, running, device):
+    """Step 1: the first running array with this name decides (nothing to do, or refuse); None when none runs."""
+    for md_dev, det in sorted(running.items()):
+        if name_matches(det.get("MD_NAME"), name):
+            return _check_running(level, want, md_dev, det, device)
+    return None
+
+
+def _check_running(level, want, md_dev, det, device):
+    """A running array with this name: ``("none", [], info)`` when it has the level and (maybe degraded)
+    members asked for; MdError for any other level or member set (an existing array is never changed)."""
+    have = detail_members(det)
+    if det.get("MD_LEVEL") != LEVEL_NAMES[level]:
+        raise MdError("array %s (%s) is running as %s, wanted %s; not changing an existing array"
+                      % (device, md_dev, det.get("MD_LEVEL"), LEVEL_NAMES[level]))
+    if sorted(have) != want:
+        missing = [m for m in want if m not in have]
+        extra = [m for m in have if m not in want]
+        if extra or not have or len(missing) == len(want):
+            raise MdError("array %s (%s) is running with members %s, wanted %s; not changing an existing "
+                          "array (grow or replace members by hand)" % (device, md_dev, ", ".join(have),
+                                                                       ", ".join(want)))
+        return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID"),
+                            "warning": "array %s is degraded: %s missing" % (device, ", ".join(missing))}
+    return "none", [], {"md_device": md_dev, "uuid": det.get("MD_UUID")}
+
+
+def _decide_assemble(want, ours, holders, device):
+    """Step 2: members carry this array's superblock (``ours``) but it is not running: assemble it when
+    every member carries the one UUID and none is held; MdError otherwise (never re-created)."""
+    uuids = sorted(set(e["MD_UUID"] for e in ours.values()))
+    blank = [m for m in want if m not in ours]
+    if len(uuids) > 1:
+        raise MdError("members of %s carry different array UUIDs (%s); assemble or clean them by hand"
+                      % (device, ", ".join(uuids)))
+    if blank:
+        raise MdError("only some members carry the superblock of %s (UUID %s); %s do not. Not assembling "
+                      "or re-creating; inspect with mdadm --examine" % (device, uuids[0], ", ".join(blank)))
     for m in want:
         if holders.get(m):
-            problems.append("%s is held by %s" % (m, ", ".join(holders[m])))
-            continue
-        if m in allow:
-            continue
-        e = examined.get(m) or {}
-        s = signatures.get(m) or {}
-        if e.get("MD_UUID"):
-            problems.append("%s is a member of another md array %s (UUID %s)" % (m, e.get("MD_NAME"), e["MD_UUID"]))
-        elif s.get("PTTYPE"):
-            problems.append("%s has a %s partition table" % (m, s["PTTYPE"]))
-        elif s.get("TYPE"):
-            problems.append("%s carries a %s signature%s" % (m, s["TYPE"], " (label %s)" % s["LABEL"]
-                                                             if s.get("LABEL") else ""))
+            raise MdError("%s is held by %s (an inactive or partly assembled array?); run mdadm --stop on "
+                          "it first" % (m, ", ".join(holders[m])))
+    return "assemble", ["mdadm", "--assemble", device, "--uuid=%s" % uuids[0]] + want, {"uuid": uuids[0]}
+
+
+def _member_problem(m, examined, signatures, holders, allow):
+    """Why member ``m`` may not be overwritten by a create (holders, a foreign md superblock, a partition
+    table, another signature), or None. Holders count even for a member listed in ``allow``."""
+    if holders.get(m):
+        return "%s is held by %s" % (m, ", ".join(holders[m]))
+    if m in allow:
+        return None
+    e = examined.get(m) or {}
+    s = signatures.get(m) or {}
+    if e.get("MD_UUID"):
+        return "%s is a member of another md array %s (UUID %s)" % (m, e.get("MD_NAME"), e["MD_UUID"])
+    if s.get("PTTYPE"):
+        return "%s has a %s partition table" % (m, s["PTTYPE"])
+    if s.get("TYPE"):
+        return "%s carries a %s signature%s" % (m, s["TYPE"], " (label %s)" % s["LABEL"] if s.get("LABEL") else "")
+    return None
+
+
+def _refuse_foreign(want, examined, signatures, holders, allow, device):
+    """Step 3, before a create: MdError naming every member that is not blank (or allowed)."""
+    problems = [p for p in (_member_problem(m, examined, signatures, holders, allow) for m in want) if p]
     if problems:
         raise MdError("refusing to create %s: %s. Nothing was changed." % (device, "; ".join(problems)))
+
+
+def _create_argv(name, level, want, chunk_kb, metadata, device):
+    """The mdadm --create command over the sorted members (no chunk for RAID1)."""
     argv = ["mdadm", "--create", device, "--run", "--assume-clean", "--metadata=%s" % metadata,
             "--level=%d" % level, "--raid-devices=%d" % len(want), "--name=%s" % name]
     if level != 1:
         argv.append("--chunk=%d" % chunk_kb)
-    return "create", argv + want, {}
+    return argv + want
 
 
 def _refuse_untouchable(name, want, usage, running):
@@ -261,6 +293,78 @@ def conf_line(device, uuid, name, metadata):
     return "ARRAY %s metadata=%s UUID=%s" % (device, metadata, uuid) if uuid else None
 
 
+def _resolve_members(module, name, devices, result):
+    """Member paths with links resolved; fails when one does not exist or one is listed twice."""
+    members, missing = [], []
+    for dev in devices:
+        real = os.path.realpath(dev)
+        if not os.path.exists(real):
+            missing.append(dev)
+        members.append(real)
+    if missing:
+        module.fail_json(msg="md_array %s: member devices do not exist: %s" % (name, ", ".join(missing)), **result)
+    if len(set(members)) != len(members):
+        module.fail_json(msg="md_array %s: a device is listed twice: %s" % (name, ", ".join(devices)), **result)
+    return members
+
+
+def _read_state(runner, members):
+    """What decide() needs, read only: running arrays, superblocks, signatures, usage and holders."""
+    reader = BlockDevices(ROOT)
+    running = runner.running_arrays(reader)
+    examined = dict((m, runner.examine(m)) for m in members)
+    signatures = dict((m, runner.blkid(m)) for m in members)
+    usage = dict((m, reader.usage(os.path.basename(m))) for m in members)
+    holders = dict((m, sorted(usage[m]["holders"])) for m in members)
+    return running, examined, signatures, holders, usage
+
+
+def _read_and_decide(module, runner, members, allow, result):
+    """Read the state and decide; a refusal (MdError) fails the module with nothing changed."""
+    p = module.params
+    name = p["name"]
+    try:
+        running, examined, signatures, holders, usage = _read_state(runner, members)
+        action, argv, info = decide(name, p["level"], members, running, examined, signatures, holders, allow,
+                                    p["chunk_kb"], p["metadata"], usage=usage)
+    except MdError as e:
+        module.fail_json(msg="md_array %s: %s" % (name, e), **result)
+    return action, argv, info
+
+
+def _exit_unless_acting(module, action, argv, info, result):
+    """Put the decision in the result; exit here when there is nothing to do, or in check mode."""
+    name, metadata = module.params["name"], module.params["metadata"]
+    result.update(action=action, argv=argv, md_device=info.get("md_device"), uuid=info.get("uuid"))
+    if info.get("warning"):
+        module.warn(info["warning"])
+    if action == "none":
+        result["conf_line"] = conf_line(result["device"], result["uuid"], name, metadata)
+        module.exit_json(**result)
+    result["changed"] = True
+    if module.check_mode:
+        result["conf_line"] = conf_line(result["device"], result["uuid"] or "<assigned-at-creation>", name,
+                                        metadata)
+        module.exit_json(**result)
+
+
+def _act(module, runner, action, argv, members, allow, result):
+    """Outside check mode only: wipe the allowed members (create), run argv, settle udev and return the
+    array's ``mdadm --detail --export``; a failing command fails the module."""
+    try:
+        if action == "create":
+            for m in members:
+                if m in allow:
+                    runner.run(["wipefs", "--all", m], check_rc=True)
+        runner.run(argv, check_rc=True)
+        if module.get_bin_path("udevadm"):
+            runner.run(["udevadm", "settle", "--timeout=30"])
+        rc, out, err = runner.run(["mdadm", "--detail", "--export", result["device"]], check_rc=True)
+    except MdError as e:
+        module.fail_json(msg="md_array %s: %s" % (module.params["name"], e), **result)
+    return parse_export(out)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -280,52 +384,13 @@ def main():
     if module.get_bin_path("mdadm") is None:
         module.fail_json(msg="mdadm is not installed on %s; install the mdadm package" % name, **result)
     runner = Runner(module)
-    members, missing = [], []
-    for dev in p["devices"]:
-        real = os.path.realpath(dev)
-        if not os.path.exists(real):
-            missing.append(dev)
-        members.append(real)
-    if missing:
-        module.fail_json(msg="md_array %s: member devices do not exist: %s" % (name, ", ".join(missing)), **result)
-    if len(set(members)) != len(members):
-        module.fail_json(msg="md_array %s: a device is listed twice: %s" % (name, ", ".join(p["devices"])), **result)
+    members = _resolve_members(module, name, p["devices"], result)
     result["members"] = members
     allow = set(os.path.realpath(a) for a in p["allow_signatures"])
-    try:
-        reader = BlockDevices(ROOT)
-        running = runner.running_arrays(reader)
-        examined = dict((m, runner.examine(m)) for m in members)
-        signatures = dict((m, runner.blkid(m)) for m in members)
-        usage = dict((m, reader.usage(os.path.basename(m))) for m in members)
-        holders = dict((m, sorted(usage[m]["holders"])) for m in members)
-        action, argv, info = decide(name, p["level"], members, running, examined, signatures, holders, allow,
-                                    p["chunk_kb"], p["metadata"], usage=usage)
-    except MdError as e:
-        module.fail_json(msg="md_array %s: %s" % (name, e), **result)
-    result.update(action=action, argv=argv, md_device=info.get("md_device"), uuid=info.get("uuid"))
-    if info.get("warning"):
-        module.warn(info["warning"])
-    if action == "none":
-        result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
-        module.exit_json(**result)
-    result["changed"] = True
-    if module.check_mode:
-        result["conf_line"] = conf_line(result["device"], result["uuid"] or "<assigned-at-creation>", name,
-                                        p["metadata"])
-        module.exit_json(**result)
-    try:
-        if action == "create":
-            for m in members:
-                if m in allow:
-                    runner.run(["wipefs", "--all", m], check_rc=True)
-        runner.run(argv, check_rc=True)
-        if module.get_bin_path("udevadm"):
-            runner.run(["udevadm", "settle", "--timeout=30"])
-        rc, out, err = runner.run(["mdadm", "--detail", "--export", result["device"]], check_rc=True)
-    except MdError as e:
-        module.fail_json(msg="md_array %s: %s" % (name, e), **result)
-    det = parse_export(out)
+    # Decide first; act only when there is something to do and not in check mode.
+    action, argv, info = _read_and_decide(module, runner, members, allow, result)
+    _exit_unless_acting(module, action, argv, info, result)
+    det = _act(module, runner, action, argv, members, allow, result)
     result["uuid"] = det.get("MD_UUID")
     result["md_device"] = os.path.realpath(result["device"])
     result["conf_line"] = conf_line(result["device"], result["uuid"], name, p["metadata"])
