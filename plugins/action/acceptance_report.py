@@ -20,6 +20,8 @@ _SPEC = {
     "report_prefix": {"type": "str", "default": "acceptance"},
     "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
     "results_var": {"type": "str", "default": "__acceptance_measured"},
+    "skip_hosts": {"type": "list", "elements": "str", "default": []},
+    "skip_reason": {"type": "str", "default": "failed the pre-flight of this run: not measured (fix it, then re-run)"},
 }
 
 
@@ -38,7 +40,7 @@ class ActionModule(ActionBase):
         for host in args["hosts"]:
             item = (hostvars.get(host) or {}).get(args["results_var"])
             inputs[host] = _plain(item) if isinstance(item, dict) else {}
-        doc = evaluate(inputs, args["fail_on"])
+        doc = evaluate(inputs, args["fail_on"], skipped=dict.fromkeys(set(args["skip_hosts"]) & set(inputs), args["skip_reason"]))
         lines = summary_lines(doc)
         if args.get("report_dir"):
             try:

@@ -29,6 +29,7 @@ _SPEC = {
     "gather": {"type": "bool", "default": False},
     "use_fact_cache": {"type": "bool", "default": False},
     "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
+    "print_summary": {"type": "bool", "default": False},
 }
 
 display = Display()
@@ -37,7 +38,8 @@ display = Display()
 # The role fills these options from run-wide variables: an error names both.
 _VARIABLES = {"report_dir": "dlrack_report_dir", "fail_on": "dlrack_fail_on", "gather": "dlrack_gather",
               "use_fact_cache": "dlrack_use_fact_cache", "drift_file": "dlrack_drift_file",
-              "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings"}
+              "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings",
+              "print_summary": "preflight_print_summary"}
 
 
 def _settings_error(messages):
@@ -127,5 +129,9 @@ class ActionModule(ActionBase):
             display.display(out["text"])
             result.update(failed=True, msg=out["report_error"], failed_hosts=out["failed_hosts"])
             return result
+        if args["print_summary"]:
+            # Printed here, not by a debug task: one task less per run over the whole inventory,
+            # and the lines read as lines (a debug msg shows them as one escaped string).
+            display.display(out["text"])
         result.update(out)
         return result

@@ -46,6 +46,18 @@ options:
     description: Host variable holding C({raw, thresholds}) (set by the acceptance role).
     type: str
     default: __acceptance_measured
+  skip_hosts:
+    description:
+      - Hosts that were deliberately not measured (the role passes the hosts that failed this run's pre-flight,
+        C(hostvars['localhost'].preflight_failed_hosts)); each gets the verdict C(skip) with O(skip_reason)
+        instead of an error for missing measurements.
+    type: list
+    elements: str
+    default: []
+  skip_reason:
+    description: The reason written for O(skip_hosts).
+    type: str
+    default: "failed the pre-flight of this run: not measured (fix it, then re-run)"
 attributes:
   check_mode:
     support: full

@@ -70,6 +70,20 @@ options:
     description: File name stem of the reports (C(report) gives report.json, report.xml, report.html).
     type: str
     default: report
+  junit_warnings:
+    description:
+      - How report.xml (JUnit) shows warnings - C(skipped) (a skipped testcase whose message starts with
+        "warning:"), C(failed) (a failure of type warning) or C(passed). Every error finding is a failing
+        testcase of its own either way.
+    type: str
+    choices: [skipped, failed, passed]
+    default: skipped
+  print_summary:
+    description:
+      - Print the per-host summary (one line per host with findings, the fleet counts, the report paths)
+        on the controller's console. The role sets it from C(preflight_print_summary).
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full

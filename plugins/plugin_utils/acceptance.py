@@ -318,11 +318,18 @@ def failed_hosts(hosts, fail_on):
     return sorted(h for h, r in hosts.items() if r["status"] in bad)
 
 
-def evaluate(inputs, fail_on="error"):
-    """inputs: {host: {"raw": acceptance_measure result or None, "thresholds": {...}}} -> report document."""
+def evaluate(inputs, fail_on="error", skipped=None):
+    """inputs: {host: {"raw": acceptance_measure result or None, "thresholds": {...}}} -> report document.
+    ``skipped``: {host: reason} for hosts deliberately not measured (e.g. they failed this run's
+    pre-flight): verdict skip with the reason, never "error: no measurements"."""
     hosts = {}
+    skipped = skipped or {}
     for host in sorted(inputs):
         item = inputs[host] or {}
+        if host in skipped:
+            hosts[host] = {"status": "skip", "check_mode": False,
+                           "measurements": [_m("host.measured", "skip", skipped[host])]}
+            continue
         try:
             status, ms = judge_host(item.get("raw"), item.get("thresholds"))
         except AcceptanceError as exc:

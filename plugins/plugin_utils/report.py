@@ -21,6 +21,7 @@ import contextlib
 import datetime
 import functools
 import json
+import marshal
 import math
 import os
 import re
@@ -103,6 +104,26 @@ def strict_json_dumps(doc, indent=2, sort_keys=False):
                       ensure_ascii=True, default=_default) + "\n"
 
 
+def _json_key(key):
+    return json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=True)
+
+
+def strict_json_document(doc, line_per=("hosts", "drift")):
+    """strict_json_dumps() of a report document laid out for fleets: each entry of the mappings
+    named in ``line_per`` (one per host) on a line of its own, written by the C encoder, the
+    rest indented. The same JSON value as strict_json_dumps(doc) (test_report checks it); a
+    fleet's report.json is written several times faster than fully indented, and every host is
+    one line for grep (``jq . report.json`` indents it all)."""
+    parts = []
+    for key, value in doc.items():
+        if key in line_per and isinstance(value, dict):
+            body = ",\n".join("  %s: %s" % (_json_key(k), strict_json_dumps(v, indent=None)[:-1]) for k, v in value.items())
+            parts.append("%s: {\n%s\n}" % (_json_key(key), body) if body else "%s: {}" % _json_key(key))
+        else:
+            parts.append("%s: %s" % (_json_key(key), strict_json_dumps(value)[:-1].replace("\n", "\n  ")))
+    return "{\n  " + ",\n  ".join(parts) + "\n}\n"
+
+
 # Characters XML 1.0 cannot carry at all (C0 controls except TAB/LF/CR, lone surrogates, U+FFFE/F).
 _XML_BAD = re.compile(u"[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -169,12 +190,23 @@ def junit_xml(suites, name="dlrack.node", properties=None):
     return "\n".join(head + body + ["</testsuites>"]) + "\n"
 
 
+@functools.lru_cache(maxsize=8192)
+def _qa_text(text):
+    return quoteattr(xml_safe(text))
+
+
 def _qa(value):
-    return quoteattr(xml_safe(value))
+    # A fleet repeats the same rule names and messages thousands of times: escape each once.
+    return _qa_text(value) if type(value) is str else quoteattr(xml_safe(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _xe_text(text):
+    return escape(xml_safe(text))
 
 
 def _xe(value):
-    return escape(xml_safe(value))
+    return _xe_text(value) if type(value) is str else escape(xml_safe(value))
 
 
 def _finalize(value):
@@ -659,7 +691,36 @@ def _cells(res, rules):
 
 
 def _host_view(host, res, rules=(), fragments=None):
+    """What the page shows of one host: its matrix cells and its section (facts line, drawing,
+    findings table). Sections are built once per distinct content (``sig``): the hosts of a rack
+    of identical nodes with the same findings share one section, which lists their names."""
+    cache = fragments if fragments is not None else {}
+    cells = tuple(_cells(res, rules))
+    view = {"name": host, "status": res["status"], "symbol": SYMBOLS.get(res["status"], ""),
+            "cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
+    rows = tuple((f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
+                  "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy"))
+                 for f in res["findings"])
+    prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
+    view["sig"] = sig = _identity((res["status"], res.get("profile"), prov, rows, hw))
+    if ("section", sig) not in cache:
+        cache[("section", sig)] = _section(hw, res, rows, prov, cache)
+    view.update(cache[("section", sig)])
+    return view
+
+
+def _identity(value):
+    """A cheap exact identity of plain data: marshal's bytes (C, ~10x faster than repr; version 2
+    writes no back-references, so equal bytes mean equal content), repr() for anything marshal
+    cannot write. Different key order only costs a second rendering, never a wrong one."""
+    try:
+        return marshal.dumps(value, 2)
+    except (ValueError, TypeError):
+        return repr(value)
+
+
+def _section(hw, res, rows, prov, cache):
     cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
     mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
     gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, dict)]
@@ -667,23 +728,31 @@ def _host_view(host, res, rules=(), fragments=None):
              "%s x %s, %s cores" % (_show(cpu.get("sockets")), cpu.get("model") or "?", _show(cpu.get("cores"))),
              "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
              "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
-    prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
-    rows = [(f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
-             "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy")) for f in res["findings"]]
-    cache = fragments if fragments is not None else {}
     topo = topology(hw) if hw else None
-    return {"name": host, "status": res["status"], "facts": u" \u00b7 ".join(str(x) for x in facts),
-            "cells": _cells(res, rules), "symbol": SYMBOLS.get(res["status"], ""), "provenance": prov,
+    return {"facts": u" \u00b7 ".join(str(x) for x in facts), "provenance": prov,
             "svg": _fragment(cache, "topology.svg.j2", topo=topo), "findings_table": _fragment(cache, "findings.html.j2", rows=rows)}
 
 
-def _fragment(cache, template, **context):
-    """Render a template once per distinct context: identical hosts (a rack of the same nodes)
-    share one rendering of their drawing and findings table."""
-    key = (template, json.dumps(context, sort_keys=True, default=repr))
+def _fragment(cache, template, key=None, **context):
+    """Render a template once per distinct context (or ``key``, when the caller has a cheaper
+    identity than the context's JSON): identical hosts share one rendering."""
+    key = (template, json.dumps(context, sort_keys=True, default=repr) if key is None else key)
     if key not in cache:
         cache[key] = Markup(render(template, **context))
     return cache[key]
+
+
+def _sections(views):
+    """Host sections in host order, one per distinct content: [{"view": first host's view,
+    "same": [names of the other hosts with that content]}]."""
+    out, by_sig = [], {}
+    for v in views:
+        if v["sig"] in by_sig:
+            by_sig[v["sig"]]["same"].append(v["name"])
+        else:
+            by_sig[v["sig"]] = {"view": v, "same": []}
+            out.append(by_sig[v["sig"]])
+    return out
 
 
 def _cut(text, limit):
@@ -693,7 +762,9 @@ def _cut(text, limit):
 def build_html(results, summary, drift=None, title="dlrack.node pre-flight report", run_id=None):
     """The HTML page (report.html.j2): failures list at the top, the fleet matrix (host column
     pinned, failing rules first, a symbol in every cell and a legend), drift, then one section
-    per host with its topology drawing and findings."""
+    per distinct host content with its topology drawing and findings (hosts with the same
+    hardware, verdict and findings share one section that names them all, so a rack of identical
+    nodes is one drawing, not hundreds)."""
     counts = summary.get("rules") or {}
     seen = list(_ordered_rules({r: 1 for res in results.values() for r in res.get("rules", {})}))
     order = {r: i for i, r in enumerate(seen)}
@@ -701,6 +772,7 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     desc = dict(RULES)
     hosts = sorted(results)
     fragments = {}
+    views = [_host_view(h, results[h], seen, fragments) for h in hosts]
     failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
     warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
     drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
@@ -709,7 +781,7 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
-                  hosts=[_host_view(h, results[h], seen, fragments) for h in hosts], failures=failures,
+                  hosts=views, sections=_sections(views), failures=failures,
                   open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, dummy in warnings}), drift=drift, drift_rows=drift_rows,
                   error_rows=error_rows, errored=len({row[0] for row in error_rows}),
                   drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
@@ -721,7 +793,7 @@ def write_reports(report_dir, results, summary, drift=None, meta=None, prefix="r
     all three carrying the same run id; return {"json"|"xml"|"html": path}. ReportWriteError when
     the directory is empty, not a directory or not writable."""
     run_id = new_run_id()
-    texts = {"json": strict_json_dumps(build_json(results, summary, drift, meta, run_id=run_id)),
+    texts = {"json": strict_json_document(build_json(results, summary, drift, meta, run_id=run_id)),
              "xml": build_junit(results, summary, drift, warnings=junit_warnings, run_id=run_id),
              "html": build_html(results, summary, drift, run_id=run_id)}
     paths = write_file_set(report_dir, {"%s.%s" % (prefix, ext): text for ext, text in texts.items()}, what=what)

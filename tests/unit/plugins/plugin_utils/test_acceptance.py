@@ -207,3 +207,14 @@ def test_reports(tmp_path):
         acc.write_reports(paths["json"], doc)
     lines = acc.summary_lines(doc)
     assert lines[0] == "dlrack.node acceptance: 2 host(s): 1 pass, 0 warning, 1 error, 0 skip"
+
+
+def test_hosts_left_out_after_a_failed_preflight_are_skip_not_error():
+    """site.yml --tags acceptance ends the hosts that failed the pre-flight before measuring: they
+    are reported as skip with the reason, never as "no measurements" errors, and do not fail."""
+    doc = acc.evaluate({"bad": {}, "gone": {}}, "error", skipped={"bad": "failed the pre-flight of this run"})
+    assert doc["hosts"]["bad"]["status"] == "skip"
+    [m] = doc["hosts"]["bad"]["measurements"]
+    assert (m["name"], m["verdict"], m["reason"]) == ("host.measured", "skip", "failed the pre-flight of this run")
+    assert doc["hosts"]["gone"]["status"] == "error"          # not measured for another reason: still an error
+    assert doc["summary"]["failed_hosts"] == ["gone"] and doc["summary"]["skip"] == 1

@@ -430,3 +430,41 @@ def test_long_failure_lists_stay_in_the_failures_section():
     assert section.count('<tr class="failure"') == 80                       # 20 hosts x 4 errors, all listed
     assert "%d more error finding(s)" % (80 - report.FAILURES_OPEN) in section
     assert section.split("<details>")[0].count('<tr class="failure"') == report.FAILURES_OPEN   # the rest folded
+
+
+def test_identical_hosts_share_one_section_that_names_them_all():
+    """A rack of identical nodes is one drawing: hosts with the same hardware, verdict and findings
+    share a section listing every name (each a link target), other hosts keep their own; the matrix
+    keeps one row per host."""
+    inputs = {"rack-%02d" % i: collect_host_inputs("rack-%02d" % i, {"dlrack_hw": GOOD}) for i in range(5)}
+    inputs["odd"] = collect_host_inputs("odd", {"dlrack_hw": BAD})
+    results, summary = evaluate_fleet(inputs)
+    html = report.build_html(results, summary)
+    assert html.count('<section class="host"') == 2
+    assert html.count("<svg") == 2
+    first = html.index('<section class="host" id="host-odd"'), html.index('<section class="host" id="host-rack-00"')
+    assert all(i > 0 for i in first)
+    rack = html[first[1]:html.index("</section>", first[1])]
+    assert "and 4 more host(s) like it" in rack
+    assert all('<a id="host-rack-%02d" href="#host-rack-%02d">' % (i, i) in rack for i in range(1, 5))
+    assert "rack-0" not in html[first[0]:html.index("</section>", first[0])]
+    assert html.count('<tr data-host="') == 6
+    # A host whose findings differ (here: its own hardware) is never folded into another's section.
+    results["rack-03"]["hw"] = dict(results["rack-03"]["hw"], memory={"total_mb": 1, "ecc": "none"})
+    assert report.build_html(results, summary).count('<section class="host"') == 3
+
+
+def test_report_json_is_one_host_per_line_and_the_same_value():
+    inputs = {"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
+              "caf\u00e9 \u2603": collect_host_inputs("caf\u00e9 \u2603", {"dlrack_hw": BAD})}
+    results, summary = evaluate_fleet(inputs)
+    doc = report.build_json(results, summary, drift={"good": {"changes": [{"task": "t", "diff": None}]}}, run_id="r")
+    text = report.strict_json_document(doc)
+    assert json.loads(text) == json.loads(report.strict_json_dumps(doc))
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[1] == '  "hosts": {' and lines[-1] == "}"
+    assert [ln.split(":")[0].strip() for ln in lines[2:4]] == ['"caf\\u00e9 \\u2603"', '"good"']
+    assert json.loads(lines[2].split(": ", 1)[1].rstrip(","))["status"] == "fail"
+    assert report.strict_json_document({"hosts": {}, "summary": {"hosts": 0}}) == '{\n  "hosts": {},\n  "summary": {\n    "hosts": 0\n  }\n}\n'
+    # Non-finite numbers never reach the text, whichever layout writes them.
+    assert json.loads(report.strict_json_document({"hosts": {"h": {"x": float("nan")}}})) == {"hosts": {"h": {"x": None}}}

@@ -1,0 +1,47 @@
+"""site.yml --tags acceptance (issue 13): the acceptance play runs after the pre-flight and leaves
+out the hosts that failed it. Real ansible-playbook run, connection=local: `ok-node` (this machine,
+declared as the example rack's passing HGX node) is measured; `bad-node` (a declaration with
+errors, and an address nobody answers on) is never contacted, is reported as `skip` with the
+reason in acceptance.json, and the run still fails once, in site.yml's verdict, naming it."""
+import json
+import os
+import subprocess
+
+import yaml
+
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+VENV_BIN = os.path.join(ROOT, ".venv", "bin")
+
+
+def test_hosts_that_failed_the_preflight_are_not_measured(tmp_path):
+    with open(os.path.join(ROOT, "inventories", "example", "group_vars", "rack_a.yml")) as fh:
+        good = yaml.safe_load(fh)["dlrack_hw"]
+    bad = {"schema": 1, "source": "declared", "cpu": {"model": "AMD EPYC 7763 64-Core Processor", "sockets": -2}}
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps({"all": {"hosts": {
+        "ok-node": {"ansible_connection": "local", "ansible_python_interpreter": os.path.join(VENV_BIN, "python"),
+                    "dlrack_hw": good},
+        "bad-node": {"ansible_host": "192.0.2.1", "ansible_connection": "ssh", "dlrack_hw": bad}}}}))
+    reports = tmp_path / "reports"
+    # --tags acceptance: the pre-flight, the fleet report, acceptance and the verdict run; the
+    # provisioning roles (storage, ecc, affinity) do not touch this machine.
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", str(inv),
+                           os.path.join(ROOT, "playbooks", "site.yml"), "--tags", "acceptance",
+                           "-e", "dlrack_become=false", "-e", "dlrack_report_dir=%s" % reports,
+                           "-e", "acceptance_memory=false", "-e", "acceptance_gpu=false",
+                           "-e", "acceptance_gpu_health=false"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=600, check=False,
+                          universal_newlines=True)
+    out = proc.stdout
+    assert proc.returncode == 2, out
+    assert "UNREACHABLE" not in out and "192.0.2.1" not in out               # never contacted
+    assert "pre-flight failed for 1 host(s) (dlrack_fail_on=error): bad-node" in " ".join(out.split())
+    doc = json.loads((reports / "acceptance.json").read_text())
+    assert doc["hosts"]["bad-node"]["status"] == "skip"
+    assert doc["hosts"]["bad-node"]["measurements"][0]["reason"].startswith("failed the pre-flight of this run")
+    assert doc["hosts"]["ok-node"]["status"] != "error", doc["hosts"]["ok-node"]
+    assert doc["summary"]["failed_hosts"] == []
+    pre = json.loads((reports / "report.json").read_text())
+    assert pre["hosts"]["bad-node"]["status"] == "fail" and pre["hosts"]["ok-node"]["status"] == "pass"
