@@ -134,4 +134,13 @@ class ActionModule(ActionBase):
             # and the lines read as lines (a debug msg shows them as one escaped string).
             display.display(out["text"])
         result.update(out)
+        # The printed text is not returned (the same lines are in `lines`): a fleet's result is
+        # registered and copied by Ansible, and every megabyte of it costs time.
+        result.pop("text", None)
+        # The first failing host that is still in the play (not one that became unreachable while
+        # gathering): the verdict play runs there. Computed here, from the play's own host list,
+        # instead of templating filters over thousands of names in the role.
+        in_play = task_vars.get("ansible_play_hosts")
+        in_play = set(in_play) if isinstance(in_play, list) else None
+        result["verdict_host"] = [h for h in out["failed_hosts"] if in_play is None or h in in_play][:1]
         return result

@@ -114,6 +114,12 @@ lines:
   description: A readable summary, one line per host and finding.
   type: list
   returned: always
+verdict_host:
+  description:
+    - C([host]), the first host of RV(failed_hosts) that is still in the play (not unreachable), or C([]).
+      The role keeps it as C(preflight_verdict_host); the verdict play runs there and fails once.
+  type: list
+  returned: unless select_only, or select_first found hosts to gather
 gather_hosts:
   description: With O(select_only) or O(select_first), the hosts to gather.
   type: list
