@@ -197,7 +197,7 @@ def _qa_text(text):
 
 def _qa(value):
     # A fleet repeats the same rule names and messages thousands of times: escape each once.
-    return _qa_text(value) if type(value) is str else quoteattr(xml_safe(value))
+    return _qa_text(value) if isinstance(value, str) else quoteattr(xml_safe(value))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -206,7 +206,7 @@ def _xe_text(text):
 
 
 def _xe(value):
-    return _xe_text(value) if type(value) is str else escape(xml_safe(value))
+    return _xe_text(value) if isinstance(value, str) else escape(xml_safe(value))
 
 
 def _finalize(value):
