@@ -54,11 +54,11 @@ def converge(s):
 
 def verify(s):
     tgt = target(s)
-    safety = tgt.sh("cat /root/safety.sha256")
+    safety = tgt.sh("cat /root/safety.b2")
     data_sha = tgt.sh("cat /root/data.sha256")
 
     def protected_intact():
-        assert tgt.sh("sha256sum %s %s %s" % (NV_OLD, MD_OLD, PT)) == safety, "an adversarial disk changed"
+        assert tgt.sh("b2sum %s %s %s" % (NV_OLD, MD_OLD, PT)) == safety, "an adversarial disk changed"
         got = tgt.sh("mkdir -p /run/ro && mount -o ro,noload %s /run/ro && sha256sum /run/ro/data.bin | cut -d' ' -f1;"
                      " umount /run/ro" % NV_OLD)
         assert got == data_sha, "data.bin changed"
