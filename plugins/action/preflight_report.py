@@ -15,7 +15,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    HOST_VARS, DriftFileError, _plain, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
+    HOST_VARS, DriftFileError, _plain, host_view, hosts_to_gather, load_drift, read_host, run_preflight,
+    verdict_host)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -140,7 +141,5 @@ class ActionModule(ActionBase):
         # The first failing host that is still in the play (not one that became unreachable while
         # gathering): the verdict play runs there. Computed here, from the play's own host list,
         # instead of templating filters over thousands of names in the role.
-        in_play = task_vars.get("ansible_play_hosts")
-        in_play = set(in_play) if isinstance(in_play, list) else None
-        result["verdict_host"] = [h for h in out["failed_hosts"] if in_play is None or h in in_play][:1]
+        result["verdict_host"] = verdict_host(out["failed_hosts"], task_vars.get("ansible_play_hosts"))
         return result

@@ -148,6 +148,14 @@ class DriftFileError(Exception):
     pass
 
 
+def verdict_host(failed, play_hosts=None):
+    """[the first failing host still in the play] or []: the verdict play runs there and fails
+    once. ``play_hosts`` (ansible_play_hosts) leaves out hosts that became unreachable while
+    gathering; None when unknown (every failing host qualifies)."""
+    in_play = set(play_hosts) if isinstance(play_hosts, (list, tuple, set)) else None
+    return [h for h in failed if in_play is None or h in in_play][:1]
+
+
 def load_drift(path, hosts):
     """Read the dlrack.node.drift callback's file; every host gets a record (empty = no drift)."""
     try:

@@ -50,6 +50,14 @@ PROBE = r"""
     var b = td.getBoundingClientRect();
     out.failCells.push({host: td.parentElement.dataset.host, rule: heads[td.cellIndex].dataset.rule, left: b.left, right: b.right});
   });
+  out.hostLinks = 0; out.hiddenTargets = [];
+  document.querySelectorAll('table.matrix a[href^="#host-"], #failures a[href^="#host-"]').forEach(function (a) {
+    var t = document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1)));
+    out.hostLinks += 1;
+    if (!t || !(t.checkVisibility ? t.checkVisibility({contentVisibilityAuto: true}) : t.getClientRects().length > 0))
+      out.hiddenTargets.push(a.getAttribute('href'));
+  });
+  out.sections = document.querySelectorAll('section.host').length;
   var pre = document.createElement('pre');
   pre.id = 'probe';
   pre.textContent = JSON.stringify(out);
@@ -122,6 +130,10 @@ def test_example_report_in_chromium(example_report, tmp_path, width, height):
     # The matrix puts failing rules first: no failing cell needs sideways scrolling.
     assert {(c["host"], c["rule"]) for c in res["failCells"]} == failing
     assert max(c["right"] for c in res["failCells"]) <= width, res["failCells"]
+    # Every host link (matrix, failures list) lands on a rendered element, also for the hosts that
+    # share a section with identical ones (gpu-a01/gpu-a02 of rack_a): no target in a closed box.
+    assert res["hostLinks"] >= len(doc["hosts"]) and res["hiddenTargets"] == [], res["hiddenTargets"]
+    assert res["sections"] < len(doc["hosts"])
     # The page itself never scrolls sideways (only the matrix and a wide drawing, inside their boxes).
     assert res["scrollX"] <= width
 

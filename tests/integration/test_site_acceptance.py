@@ -41,7 +41,12 @@ def test_hosts_that_failed_the_preflight_are_not_measured(tmp_path):
     doc = json.loads((reports / "acceptance.json").read_text())
     assert doc["hosts"]["bad-node"]["status"] == "skip"
     assert doc["hosts"]["bad-node"]["measurements"][0]["reason"].startswith("failed the pre-flight of this run")
-    assert doc["hosts"]["ok-node"]["status"] != "error", doc["hosts"]["ok-node"]
+    # ok-node was measured on the node (what it has, what it lacks), not left out
+    ok = {m["name"]: m for m in doc["hosts"]["ok-node"]["measurements"]}
+    assert "host.measured" not in ok and doc["hosts"]["ok-node"]["status"] == "skip", ok
+    assert ok["storage.hot_read_throughput"]["target"] == "/mnt/hot"
+    assert "is the tier built and mounted?" in ok["storage.hot_read_throughput"]["reason"]
+    assert ok["gpu.h2d_bandwidth"]["reason"] == "disabled (acceptance_gpu: false)"
     assert doc["summary"]["failed_hosts"] == []
     pre = json.loads((reports / "report.json").read_text())
     assert pre["hosts"]["bad-node"]["status"] == "fail" and pre["hosts"]["ok-node"]["status"] == "pass"

@@ -93,3 +93,11 @@ def test_drift_errors_in_every_report(tmp_path):
         ("unreachable", "Gather hardware facts: ssh: connect to host 127.0.0.2 port 1: Connection refused")]
     html = open(os.path.join(str(tmp_path), "drift.html")).read()
     assert "refused /dev/sdz &lt;in use&gt;" in html and "unreachable: ssh: connect" in html
+
+
+def test_verdict_host_is_the_first_failing_host_still_in_the_play():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import verdict_host
+    assert verdict_host(["a", "b", "c"], ["b", "c", "x"]) == ["b"]        # "a" became unreachable while gathering
+    assert verdict_host(["a", "b"], ["x"]) == []                           # every failing host is gone
+    assert verdict_host([], ["a"]) == []                                   # nothing failed
+    assert verdict_host(["a", "b"], None) == ["a"]                         # play hosts unknown: the first
