@@ -12,7 +12,7 @@ import re
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, finite_copy, summary_lines, write_reports)
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
@@ -226,9 +226,8 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
     ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
     be written does not raise: the result carries ``report_error`` (naming the path and
     ``report_dir_var``) next to the complete summary, so the caller can print both and fail."""
-    results, summary = evaluate_fleet(inputs)
-    if guard_non_finite(results):
-        summary = summarize(results)
+    # The guard runs once per distinct evaluation (hosts with identical inputs share one).
+    results, summary = evaluate_fleet(inputs, finish=guard_non_finite)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},

@@ -108,6 +108,14 @@ def _json_key(key):
     return json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=True)
 
 
+def _entry_text(texts, value):
+    # keyed by the object itself (id), which the document keeps alive while it is written
+    text = texts.get(id(value))
+    if text is None:
+        text = texts[id(value)] = strict_json_dumps(value, indent=None)[:-1]
+    return text
+
+
 def strict_json_document(doc, line_per=("hosts", "drift")):
     """strict_json_dumps() of a report document laid out for fleets: each entry of the mappings
     named in ``line_per`` (one per host) on a line of its own, written by the C encoder, the
@@ -115,9 +123,10 @@ def strict_json_document(doc, line_per=("hosts", "drift")):
     fleet's report.json is written several times faster than fully indented, and every host is
     one line for grep (``jq . report.json`` indents it all)."""
     parts = []
+    texts = {}   # build_json gives hosts that share an evaluation one entry object: encode it once
     for key, value in doc.items():
         if key in line_per and isinstance(value, dict):
-            body = ",\n".join("  %s: %s" % (_json_key(k), strict_json_dumps(v, indent=None)[:-1]) for k, v in value.items())
+            body = ",\n".join("  %s: %s" % (_json_key(k), _entry_text(texts, v)) for k, v in value.items())
             parts.append("%s: {\n%s\n}" % (_json_key(key), body) if body else "%s: {}" % _json_key(key))
         else:
             parts.append("%s: %s" % (_json_key(key), strict_json_dumps(value)[:-1].replace("\n", "\n  ")))
@@ -149,41 +158,51 @@ def junit_case(classname, name, result="passed", message=None, kind=None, text=N
             "text": text, "system_out": system_out}
 
 
+def _suite_xml(suite, properties=None):
+    """(lines, counts) of one <testsuite> for junit_xml()."""
+    cases = suite.get("cases") or []
+    counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
+    for c in cases:
+        if c["result"] in _COUNT_KEY:
+            counts[_COUNT_KEY[c["result"]]] += 1
+    body = ['  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
+            % (_qa(suite.get("name")), counts["tests"], counts["failures"], counts["errors"], counts["skipped"])]
+    props = dict(properties or {}, **(suite.get("properties") or {}))
+    if props:
+        body.append("    <properties>")
+        body.extend('      <property name=%s value=%s/>' % (_qa(k), _qa(v)) for k, v in sorted(props.items()))
+        body.append("    </properties>")
+    for c in cases:
+        body.append('    <testcase classname=%s name=%s>' % (_qa(c.get("classname")), _qa(c.get("name"))))
+        if c["result"] in ("failure", "error"):
+            body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
+                                                                  _xe(c.get("text")), c["result"]))
+        elif c["result"] == "skipped":
+            body.append('      <skipped message=%s/>' % _qa(c.get("message")))
+        if c.get("system_out"):
+            body.append('      <system-out>%s</system-out>' % _xe(c["system_out"]))
+        body.append('    </testcase>')
+    body.append('  </testsuite>')
+    return body, counts
+
+
+_COUNT_KEY = {"failure": "failures", "error": "errors", "skipped": "skipped"}
+
+
 def junit_xml(suites, name="dlrack.node", properties=None):
     """A JUnit XML document from plain data.
 
-    ``suites``: iterable of ``{"name": str, "cases": [junit_case(...), ...], "properties": {...}}``.
+    ``suites``: iterable of ``{"name": str, "cases": [junit_case(...), ...], "properties": {...}}``
+    (or ``{"xml": (lines, counts)}``, a suite already written by _suite_xml()).
     ``properties`` (e.g. ``{"run_id": ...}``) are added to every suite's <properties> (where the
     JUnit schema allows them). Counts (tests, failures, errors, skipped) are computed from the
     cases. Every string is made XML-safe, so the document is well formed whatever the input."""
     body, totals = [], {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    count_key = {"failure": "failures", "error": "errors", "skipped": "skipped"}
     for suite in suites:
-        cases = suite.get("cases") or []
-        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
-        for c in cases:
-            if c["result"] in count_key:
-                counts[count_key[c["result"]]] += 1
+        lines, counts = suite["xml"] if "xml" in suite else _suite_xml(suite, properties)
         for k in totals:
             totals[k] += counts[k]
-        body.append('  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
-                    % (_qa(suite.get("name")), counts["tests"], counts["failures"], counts["errors"], counts["skipped"]))
-        props = dict(properties or {}, **(suite.get("properties") or {}))
-        if props:
-            body.append("    <properties>")
-            body.extend('      <property name=%s value=%s/>' % (_qa(k), _qa(v)) for k, v in sorted(props.items()))
-            body.append("    </properties>")
-        for c in cases:
-            body.append('    <testcase classname=%s name=%s>' % (_qa(c.get("classname")), _qa(c.get("name"))))
-            if c["result"] in ("failure", "error"):
-                body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
-                                                                      _xe(c.get("text")), c["result"]))
-            elif c["result"] == "skipped":
-                body.append('      <skipped message=%s/>' % _qa(c.get("message")))
-            if c.get("system_out"):
-                body.append('      <system-out>%s</system-out>' % _xe(c["system_out"]))
-            body.append('    </testcase>')
-        body.append('  </testsuite>')
+        body.extend(lines)
     head = ['<?xml version="1.0" encoding="UTF-8"?>',
             '<testsuites name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
             % (_qa(name), totals["tests"], totals["failures"], totals["errors"], totals["skipped"])]
@@ -330,6 +349,16 @@ _atomic_write = atomic_write
 
 # ---------------------------------------------------------------------------------- JSON, JUnit
 
+def share_key(result):
+    """A key that is equal for two hosts' results only when their report content is equal: the
+    identity (id) of the finding mappings, normalised document and provenance that hosts with the
+    same inputs share (rules.evaluate_fleet), with status, profile and rule outcomes. Valid while
+    the results are alive (the builders hold them); equal content in distinct objects only costs
+    a second rendering, never a wrong one."""
+    return (result.get("status"), result.get("profile"), tuple(map(id, result.get("findings") or ())),
+            id(result.get("hw")), id(result.get("provenance")), tuple((result.get("rules") or {}).items()))
+
+
 def _public(result):
     """The per-host JSON contract: status + findings (+ what we evaluated)."""
     out = {"status": result["status"], "profile": result.get("profile"),
@@ -345,7 +374,14 @@ def _public(result):
 
 def build_json(results, summary, drift=None, meta=None, run_id=None):
     """The report.json document; ``summary.run_id`` ties it to the XML and HTML of the same run."""
-    doc = {"hosts": {h: _public(r) for h, r in sorted(results.items())},
+    entries = {}
+    hosts = {}
+    for host, res in sorted(results.items()):
+        key = share_key(res)
+        if key not in entries:
+            entries[key] = _public(res)
+        hosts[host] = entries[key]   # hosts that share an evaluation share this (read-only) entry
+    doc = {"hosts": hosts,
            "summary": dict(summary, generated_at=now_iso(), run_id=run_id or new_run_id(), **(meta or {}))}
     if drift is not None:
         doc["drift"] = drift
@@ -390,6 +426,40 @@ def _host_cases(host, res, warnings):
     return cases
 
 
+# Stands for the host's name in a <testsuite> written once for the hosts that share an evaluation:
+# private-use characters, which xml_safe() and the escaping leave as they are.
+_HOST_MARK = u"\ue000dlrack-host\ue001"
+_ATTR_ENTITIES = {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}   # what quoteattr() adds to escape()
+
+
+def _mentions(value, text):
+    if isinstance(value, str):
+        return text in value
+    if isinstance(value, dict):
+        return any(_mentions(k, text) or _mentions(v, text) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions(v, text) for v in value)
+    return False
+
+
+def _shared_suite(shared, host, res, warnings, properties):
+    """The <testsuite> of ``host`` as {"xml": (lines, counts)}, written once per share_key() with
+    _HOST_MARK for the name and then given this host's name; None where that cannot give exactly
+    what writing it for the host gives: a name that quoteattr() would put in single quotes (it
+    holds a double quote) or content that holds the mark itself."""
+    if not isinstance(host, str) or '"' in host:
+        return None
+    key = share_key(res)
+    if key not in shared:
+        shared[key] = None if _mentions(res.get("findings"), _HOST_MARK) else _suite_xml(
+            {"name": _HOST_MARK, "cases": _host_cases(_HOST_MARK, res, warnings)}, properties)
+    if shared[key] is None:
+        return None
+    lines, counts = shared[key]
+    name = escape(xml_safe(host), _ATTR_ENTITIES)
+    return {"xml": ([line.replace(_HOST_MARK, name) if _HOST_MARK in line else line for line in lines], counts)}
+
+
 def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
     """One testsuite per host. Each error finding is its own failing testcase; warnings are
     ``warnings``: "skipped" (default: a skipped case whose message starts with "warning:"),
@@ -398,7 +468,13 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
     if warnings not in JUNIT_WARNINGS:
         raise ValueError("dlrack_junit_warnings must be one of %s, not %r" % (", ".join(JUNIT_WARNINGS), warnings))
     suites = []
+    properties = {"run_id": run_id} if run_id else None
+    shared = {}
     for host in sorted(results):
+        suite = _shared_suite(shared, host, results[host], warnings, properties) if host not in (drift or {}) else None
+        if suite is not None:
+            suites.append(suite)
+            continue
         cases = _host_cases(host, results[host], warnings)
         for change in (drift or {}).get(host, {}).get("changes", []):
             cases.append(junit_case("drift." + host, "drift: %s" % change.get("task"), "failure",
@@ -413,7 +489,7 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
         suites.append({"name": host, "cases": cases})
     if not suites:
         suites.append({"name": "dlrack.node preflight (no hosts)", "cases": []})
-    return junit_xml(suites, name="dlrack.node preflight", properties={"run_id": run_id} if run_id else None)
+    return junit_xml(suites, name="dlrack.node preflight", properties=properties)
 
 
 def summary_lines(results, summary):
@@ -693,21 +769,30 @@ def _cells(res, rules):
 def _host_view(host, res, rules=(), fragments=None):
     """What the page shows of one host: its matrix cells and its section (facts line, drawing,
     findings table). Sections are built once per distinct content (``sig``): the hosts of a rack
-    of identical nodes with the same findings share one section, which lists their names."""
+    of identical nodes with the same findings share one section, which lists their names. Hosts
+    that share an evaluation (share_key) share all of it, computed for the first of them."""
     cache = fragments if fragments is not None else {}
+    view = {"name": host, "status": res["status"], "symbol": SYMBOLS.get(res["status"], "")}
+    key = ("view", share_key(res))
+    if key not in cache:
+        cache[key] = _view_parts(res, rules, cache)
+    view.update(cache[key])
+    return view
+
+
+def _view_parts(res, rules, cache):
     cells = tuple(_cells(res, rules))
-    view = {"name": host, "status": res["status"], "symbol": SYMBOLS.get(res["status"], ""),
-            "cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
+    parts = {"cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
     rows = tuple((f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
                   "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy"))
                  for f in res["findings"])
     prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
-    view["sig"] = sig = _identity((res["status"], res.get("profile"), prov, rows, hw))
+    parts["sig"] = sig = _identity((res["status"], res.get("profile"), prov, rows, hw))
     if ("section", sig) not in cache:
         cache[("section", sig)] = _section(hw, res, rows, prov, cache)
-    view.update(cache[("section", sig)])
-    return view
+    parts.update(cache[("section", sig)])
+    return parts
 
 
 def _identity(value):

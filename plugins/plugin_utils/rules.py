@@ -28,6 +28,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import marshal
+
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
 from ansible_collections.dlrack.node.plugins.module_utils import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import assess_ecc
@@ -907,10 +909,83 @@ def summarize(hosts):
     return summary
 
 
-def evaluate_fleet(hosts):
+# Stands for the host's name while one evaluation serves every host with the same inputs: the
+# engine writes a name only with "%s" into messages and remedies, so putting the real name in its
+# place gives exactly what evaluating that host alone gives. A host whose name or inputs contain
+# this text (NUL characters around it) is evaluated on its own.
+_THIS_HOST = u"\x00dlrack:this-host\x00"
+_THIS_HOST_BYTES = _THIS_HOST.encode("utf-8")
+
+
+def _inputs_key(kwargs):
+    """Exact identity of one host's evaluate_host() inputs (marshal version 2 writes no
+    back-references, so equal bytes mean equal values of equal types), or None when they cannot
+    share an evaluation (not plain data, e.g. an unresolved template, or they contain _THIS_HOST)."""
+    try:
+        key = marshal.dumps(sorted(kwargs.items()), 2)
+    except (ValueError, TypeError):
+        return None
+    return None if _THIS_HOST_BYTES in key else key
+
+
+def _mentions_host(value):
+    if isinstance(value, str):
+        return _THIS_HOST in value
+    if isinstance(value, dict):
+        return any(_mentions_host(k) or _mentions_host(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions_host(v) for v in value)
+    return False
+
+
+def _named(value, name):
+    """``value`` with _THIS_HOST replaced by ``name`` in every string."""
+    if isinstance(value, str):
+        return value.replace(_THIS_HOST, name)
+    if isinstance(value, dict):
+        return dict((_named(k, name), _named(v, name)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_named(v, name) for v in value)
+    return value
+
+
+def _for_host(shared, name):
+    """One host's result from an evaluation shared by the hosts with the same inputs: its own
+    result mapping, findings list and rules (adding a finding to one host changes only that
+    host); the finding mappings and the normalised document are shared and read as they are."""
+    result, mentions = shared
+    out = dict(result)
+    if mentions:
+        out["findings"] = _named(result["findings"], name)
+        out["provenance"] = _named(result["provenance"], name)
+    else:
+        out["findings"] = list(result["findings"])
+    out["rules"] = dict(result["rules"])
+    return out
+
+
+def evaluate_fleet(hosts, finish=None):
     """``hosts``: {name: kwargs for evaluate_host}. Returns ``({name: result}, summary)``; every
-    host gets a result whatever its inputs."""
+    host gets a result whatever its inputs, the same as evaluate_host() gives it alone.
+
+    A fleet declares a few builds for many hosts (group_vars per rack): hosts with identical
+    inputs share one evaluation, each with its own result mapping and its own name in its
+    messages. ``finish({name: result})``, when given, is applied to each evaluation before it is
+    shared (the controller's non-finite guard): once per distinct input, not once per host."""
     results = {}
+    memo = {}
     for name in sorted(hosts, key=str):
-        results[name] = evaluate_host(name, **hosts[name])
+        kwargs = hosts[name]
+        key = _inputs_key(kwargs) if isinstance(name, str) and _THIS_HOST not in name else None
+        if key is None:
+            results[name] = evaluate_host(name, **kwargs)
+            if finish is not None:
+                finish({name: results[name]})
+            continue
+        if key not in memo:
+            result = evaluate_host(_THIS_HOST, **kwargs)
+            if finish is not None:
+                finish({_THIS_HOST: result})
+            memo[key] = (result, _mentions_host([result["findings"], result["provenance"]]))
+        results[name] = _for_host(memo[key], name)
     return results, summarize(results)
