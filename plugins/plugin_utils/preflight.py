@@ -18,14 +18,29 @@ HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresh
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
 
 
+_EXACT = (str, int, float, bool, type(None))
+
+
 def _plain(value):
-    """Turn Ansible's lazy/templated containers into plain Python data."""
+    """Turn Ansible's lazy/templated containers and its tagged values (2.19: str, int, float,
+    dict and list subclasses that carry their origin) into plain Python data of the builtin types
+    themselves, which hosts with the same inputs can share an evaluation by (marshal, the C JSON
+    encoder and the reports take them as they are)."""
+    kind = type(value)
+    if kind in _EXACT:
+        return value
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     return value
 
 
