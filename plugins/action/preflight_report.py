@@ -18,7 +18,7 @@ from ansible.utils.display import Display
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
     HOST_VARS, DriftFileError, _plain, host_view, hosts_to_gather, load_drift, read_host, run_preflight,
-    verdict_host)
+    verdict_host, verdict_message)
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -33,6 +33,7 @@ _SPEC = {
     "use_fact_cache": {"type": "bool", "default": False},
     "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
     "print_summary": {"type": "bool", "default": False},
+    "publish_stats": {"type": "bool", "default": False},
 }
 
 display = Display()
@@ -178,4 +179,12 @@ class ActionModule(ActionBase):
         # gathering): the verdict play runs there. Computed here, from the play's own host list,
         # instead of templating filters over thousands of names in the role.
         result["verdict_host"] = verdict_host(out["failed_hosts"], task_vars.get("ansible_play_hosts"))
+        # The verdict's message and the run's stats are made here, once, from plain lists: a task
+        # templating thousands of names (set_stats, a join in the fail message) costs ~0.1 s each.
+        result["verdict_msg"] = verdict_message(out["failed_hosts"], args["fail_on"],
+                                                (out.get("report_paths") or {}).get("html") or args.get("report_dir"))
+        if args["publish_stats"] and out["failed_hosts"]:
+            # what ansible.builtin.set_stats returns (per_host false, aggregate false)
+            result["ansible_stats"] = {"data": {"dlrack_preflight_failed_hosts": list(out["failed_hosts"])},
+                                       "per_host": False, "aggregate": False}
         return result

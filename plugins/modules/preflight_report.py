@@ -84,6 +84,13 @@ options:
         on the controller's console. The role sets it from C(preflight_print_summary).
     type: bool
     default: false
+  publish_stats:
+    description:
+      - When a host fails, publish the failing hosts as the run's custom stat C(dlrack_preflight_failed_hosts)
+        (what C(ansible.builtin.set_stats) does - ansible-runner's C(playbook_on_stats) event C(artifact_data),
+        AWX job artifacts), without a task of its own. The role's select and main entry points set it.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -119,6 +126,13 @@ verdict_host:
     - C([host]), the first host of RV(failed_hosts) that is still in the play (not unreachable), or C([]).
       The role keeps it as C(preflight_verdict_host); the verdict play runs there and fails once.
   type: list
+  returned: unless select_only, or select_first found hosts to gather
+verdict_msg:
+  description:
+    - The one message of the fleet's verdict, naming every host of RV(failed_hosts), O(fail_on) and the
+      HTML report (or O(report_dir)); empty when no host fails. The role keeps it as C(preflight_verdict_msg)
+      and the verdict play fails with it.
+  type: str
   returned: unless select_only, or select_first found hosts to gather
 gather_hosts:
   description: With O(select_only) or O(select_first), the hosts to gather.

@@ -171,6 +171,15 @@ def verdict_host(failed, play_hosts=None):
     return [h for h in failed if in_play is None or h in in_play][:1]
 
 
+def verdict_message(failed, fail_on, where):
+    """The one message of a failing fleet's verdict (the verdict play fails with it), naming every
+    failing host; "" when none fails. ``where``: the HTML report, or the report directory."""
+    if not failed:
+        return ""
+    return "pre-flight failed for %d host(s) (dlrack_fail_on=%s): %s; see %s" % (
+        len(failed), fail_on, ", ".join(str(h) for h in failed), where or "the reports")
+
+
 def load_drift(path, hosts):
     """Read the dlrack.node.drift callback's file; every host gets a record (empty = no drift)."""
     try:

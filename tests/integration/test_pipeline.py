@@ -30,7 +30,7 @@ def _run(tmp_path, playbook="playbooks/preflight.yml", inventory=None, limit=Non
 
 
 def _verdict(runner):
-    """The one failing task of a failing fleet, and the failing hosts the run published (set_stats)."""
+    """The one failing task of a failing fleet, and the failing hosts the run published (custom stats)."""
     failed = [e for e in runner.events if e["event"] == "runner_on_failed"]
     stats = [e for e in runner.events if e["event"] == "playbook_on_stats"]
     return failed, stats[-1]["event_data"].get("artifact_data", {}).get("dlrack_preflight_failed_hosts")

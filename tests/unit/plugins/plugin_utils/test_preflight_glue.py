@@ -101,3 +101,11 @@ def test_verdict_host_is_the_first_failing_host_still_in_the_play():
     assert verdict_host(["a", "b"], ["x"]) == []                           # every failing host is gone
     assert verdict_host([], ["a"]) == []                                   # nothing failed
     assert verdict_host(["a", "b"], None) == ["a"]                         # play hosts unknown: the first
+
+
+def test_verdict_message_names_every_failing_host_once():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import verdict_message
+    assert verdict_message([], "error", "r/report.html") == ""
+    msg = verdict_message(["b-1", "a-2"], "warning", "r/report.html")
+    assert msg == "pre-flight failed for 2 host(s) (dlrack_fail_on=warning): b-1, a-2; see r/report.html"
+    assert verdict_message(["h"], "error", None).endswith("; see the reports")
