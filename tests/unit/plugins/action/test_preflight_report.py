@@ -128,7 +128,7 @@ def test_host_inputs_are_builtin_types_that_hosts_can_share_an_evaluation_by(tmp
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[str(inv_file)])
     hv = HostVars(inventory=inventory, variable_manager=VariableManager(loader=loader, inventory=inventory), loader=loader)
-    assert type(hv.raw_get("a")["dlrack_hw"]["cpu"]["sockets"]) is not int   # tagged by Ansible
+    assert hv.raw_get("a")["dlrack_hw"]["cpu"]["sockets"].__class__.__name__ != "int"   # tagged by Ansible
 
     def kinds(value, out):
         out.add(type(value))
