@@ -21,7 +21,6 @@ import contextlib
 import datetime
 import functools
 import json
-import marshal
 import math
 import os
 import re
@@ -787,25 +786,15 @@ def _view_parts(res, rules, cache):
     rows = tuple((f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
                   "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy"))
                  for f in res["findings"])
-    prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
-    parts["sig"] = sig = _identity((res["status"], res.get("profile"), prov, rows, hw))
-    if ("section", sig) not in cache:
-        cache[("section", sig)] = _section(hw, res, rows, prov, cache)
-    parts.update(cache[("section", sig)])
+    section = _section(hw, res, rows, cache)
+    # Hosts whose sections would read the same share one, whatever else differs in their documents
+    # (host names, serials): the rendered pieces are cached objects, so the key hashes cheaply.
+    parts["sig"] = (res["status"], section["facts"], section["provenance"], section["svg"], section["findings_table"])
+    parts.update(section)
     return parts
 
 
-def _identity(value):
-    """A cheap exact identity of plain data: marshal's bytes (C, ~10x faster than repr; version 2
-    writes no back-references, so equal bytes mean equal content), repr() for anything marshal
-    cannot write. Different key order only costs a second rendering, never a wrong one."""
-    try:
-        return marshal.dumps(value, 2)
-    except (ValueError, TypeError):
-        return repr(value)
-
-
-def _section(hw, res, rows, prov, cache):
+def _section(hw, res, rows, cache):
     cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
     mem = hw.get("memory") if isinstance(hw.get("memory"), dict) else {}
     gpus = [g for g in (hw.get("gpus") or []) if isinstance(g, dict)]
@@ -814,8 +803,10 @@ def _section(hw, res, rows, prov, cache):
              "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
              "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
     topo = topology(hw) if hw else None
+    prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
     return {"facts": u" \u00b7 ".join(str(x) for x in facts), "provenance": prov,
-            "svg": _fragment(cache, "topology.svg.j2", topo=topo), "findings_table": _fragment(cache, "findings.html.j2", rows=rows)}
+            "svg": _fragment(cache, "topology.svg.j2", topo=topo),
+            "findings_table": _fragment(cache, "findings.html.j2", key=rows, rows=rows)}
 
 
 def _fragment(cache, template, key=None, **context):

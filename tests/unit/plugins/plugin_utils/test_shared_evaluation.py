@@ -120,3 +120,18 @@ def test_junit_names_each_host_of_a_shared_suite():
     assert '<testsuite name="good-4"' in xml and 'classname="preflight.good-4"' in xml
     assert 'name="tab&#9;here &amp; &lt;amp&gt;"' in xml
     assert "\ue000dlrack-host\ue001" not in xml.replace("priv\ue000dlrack-host\ue001", "")
+
+
+def test_hosts_whose_sections_read_the_same_share_one_section():
+    """Documents that differ only where the page does not show it (host.hostname) share a section
+    that names both hosts; a different verdict or drawing gets its own."""
+    hosts = {"a": {"hw": dict(GOOD, host={"hostname": "a.example"})},
+             "b": {"hw": dict(GOOD, host={"hostname": "b.example"})},
+             "c": {"hw": dict(GOOD, memory=dict(GOOD["memory"], ecc="none"))}}
+    results, summary = rules.evaluate_fleet(hosts)
+    assert report.share_key(results["a"]) != report.share_key(results["b"])     # not one evaluation
+    views = [report._host_view(h, results[h], ()) for h in sorted(results)]
+    sections = report._sections(views)
+    assert [(s["view"]["name"], s["same"]) for s in sections] == [("a", ["b"]), ("c", [])]
+    html = report.build_html(results, summary, run_id="r")
+    assert html.count('id="host-b"') == 1 and "and 1 more host(s) like it" in html
