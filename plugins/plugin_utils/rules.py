@@ -929,12 +929,21 @@ def _inputs_key(kwargs):
 
 
 def _mentions_host(value):
+    """Whether any string in ``value`` holds _THIS_HOST: marshal writes every string (keys too) as
+    its UTF-8 bytes, in C; the walk is for what marshal cannot write."""
+    try:
+        return _THIS_HOST_BYTES in marshal.dumps(value, 2)
+    except (ValueError, TypeError):
+        return _walk_mentions(value)
+
+
+def _walk_mentions(value):
     if isinstance(value, str):
         return _THIS_HOST in value
     if isinstance(value, dict):
-        return any(_mentions_host(k) or _mentions_host(v) for k, v in value.items())
+        return any(_walk_mentions(k) or _walk_mentions(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(_mentions_host(v) for v in value)
+        return any(_walk_mentions(v) for v in value)
     return False
 
 
