@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
 import contextlib
 import datetime
 import functools
@@ -469,8 +470,12 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
     suites = []
     properties = {"run_id": run_id} if run_id else None
     shared = {}
+    # A suite is written once for the hosts that share an evaluation; a host alone the plain way.
+    counts = collections.Counter(share_key(r) for r in results.values())
     for host in sorted(results):
-        suite = _shared_suite(shared, host, results[host], warnings, properties) if host not in (drift or {}) else None
+        suite = None
+        if host not in (drift or {}) and counts[share_key(results[host])] > 1:
+            suite = _shared_suite(shared, host, results[host], warnings, properties)
         if suite is not None:
             suites.append(suite)
             continue
