@@ -7,6 +7,7 @@ after.
 
 usage: suite.py container LOOPS_JSON | suite.py vm-converge | suite.py vm-verify
 Environment: MOLECULE_INVENTORY_FILE, MOLECULE_PROJECT_DIRECTORY; VM: DLRACK_VM_RUN, DLRACK_VM_PORT.
+Each apply prints its wall time; DLRACK_SUITE_TRACE=DIR also keeps each apply's json (task durations).
 """
 import json
 import os
@@ -48,8 +49,14 @@ def apply(role_vars, check=False):
     argv = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "apply.yml"), "-e", "@" + f.name]
     if check:
         argv.append("--check")
+    t0 = time.time()
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, check=False)
     os.unlink(f.name)
+    if os.environ.get("DLRACK_SUITE_TRACE"):
+        n = len(os.listdir(os.environ["DLRACK_SUITE_TRACE"]))
+        with open(os.path.join(os.environ["DLRACK_SUITE_TRACE"], "%03d%s.json" % (n, "-check" if check else "")), "w") as t:
+            t.write(json.dumps({"elapsed": time.time() - t0, "vars": role_vars}) + "\n" + p.stdout)
+    print("  apply%s rc=%d %.0fs" % (" --check" if check else "", p.returncode, time.time() - t0), flush=True)
     try:
         out = json.loads(p.stdout[p.stdout.index("{"):])
     except ValueError:

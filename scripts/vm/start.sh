@@ -41,7 +41,9 @@ for i in "${idx[@]}"; do add_hdd "$i" "${hdd[$i]}"; done
 rm -f "$RUN/console.log" "$RUN/qemu.pid"
 # A reboot test copies the guest's regenerated /boot/initrd.img-* to $RUN/initrd.img; use it then.
 INITRD="$CACHE/initrd.img"; [ -s "$RUN/initrd.img" ] && INITRD="$RUN/initrd.img"
-qemu-system-x86_64 -name dlrack-vm -machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1536 \
+# erms=off: with ERMS the guest kernel copies with `rep movsb`, which TCG runs a byte at a time;
+# without it reading a 1 GiB disk (the suite's digests) took 21 s instead of 38 s.
+qemu-system-x86_64 -name dlrack-vm -machine q35 -accel tcg,thread=multi -cpu "${DLRACK_VM_CPU:-max,erms=off}" -smp 2 -m 1536 \
   -object memory-backend-ram,id=m0,size=768M -object memory-backend-ram,id=m1,size=768M \
   -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
   -kernel "$CACHE/vmlinuz" -initrd "$INITRD" \
