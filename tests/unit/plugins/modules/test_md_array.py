@@ -141,10 +141,13 @@ nvme2n1 259:2 0 1T 0 disk
 """
 
 
-def run_main(monkeypatch, check_mode, responses, tmp_path, lsblk=LSBLK, devices=None, allow=(), root=None):
+def run_main(monkeypatch, check_mode, responses, tmp_path, lsblk=LSBLK, devices=None, allow=(), root=None,
+             module=None):
+    """Run main() with ``module`` (default a FakeModule) built from the parameters; returns it and
+    what main() exited with."""
     params = {"name": "dlrack-hot", "level": 0, "devices": list(NV if devices is None else devices), "chunk_kb": 512, "metadata": "1.2",
               "allow_signatures": list(allow)}
-    fake = FakeModule(params, check_mode, list(responses) + [(["blkid"], (2, "", ""))])   # blank: exit 2, silent
+    fake = (module or FakeModule)(params, check_mode, list(responses) + [(["blkid"], (2, "", ""))])   # blank: exit 2, silent
     monkeypatch.setattr(m, "AnsibleModule", lambda **kw: fake)
     monkeypatch.setattr(m, "ROOT", root or lsblk_tree(str(tmp_path), lsblk))
     monkeypatch.setattr(m.os.path, "realpath", lambda p: p)
@@ -462,16 +465,8 @@ def test_degraded_running_array_warns_through_the_module(monkeypatch, tmp_path):
 
 
 def run_tools(monkeypatch, tmp_path, bins, responses=(), check_mode=False):
-    params = {"name": "dlrack-hot", "level": 0, "devices": list(NV), "chunk_kb": 512, "metadata": "1.2",
-              "allow_signatures": []}
-    fake = ToolsModule(params, check_mode, list(responses) + [(["blkid"], (2, "", ""))], bins)
-    monkeypatch.setattr(m, "AnsibleModule", lambda **kw: fake)
-    monkeypatch.setattr(m, "ROOT", lsblk_tree(str(tmp_path), LSBLK))
-    monkeypatch.setattr(m.os.path, "realpath", lambda p: p)
-    monkeypatch.setattr(m.os.path, "exists", lambda p: True)
-    with pytest.raises(SystemExit) as e:
-        m.main()
-    return fake, e.value.args[0]
+    return run_main(monkeypatch, check_mode, responses, tmp_path,
+                    module=lambda params, check, resp: ToolsModule(params, check, resp, bins))
 
 
 def test_without_mdadm_fails_before_any_command(monkeypatch, tmp_path):
