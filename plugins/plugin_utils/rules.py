@@ -918,9 +918,10 @@ _THIS_HOST_BYTES = _THIS_HOST.encode("utf-8")
 
 
 def _inputs_key(kwargs):
-    """Exact identity of one host's evaluate_host() inputs (marshal version 2 writes no
-    back-references, so equal bytes mean equal values of equal types), or None when they cannot
-    share an evaluation (not plain data, e.g. an unresolved template, or they contain _THIS_HOST)."""
+    """Exact identity of one host's evaluate_host() inputs: marshal's bytes (equal bytes decode to
+    equal values of equal types; True, 1 and 1.0 differ; equal values written differently only cost
+    a second evaluation), or None when they cannot share an evaluation (not plain data, e.g. an
+    unresolved template, or they contain _THIS_HOST)."""
     try:
         key = marshal.dumps(sorted(kwargs.items()), 2)
     except (ValueError, TypeError):
