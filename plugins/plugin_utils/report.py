@@ -32,7 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
 from ansible_collections.dlrack.node.plugins.module_utils.cpulist import CpuListError, parse_cpulist
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 
 try:
     import fcntl
@@ -432,16 +432,6 @@ _HOST_MARK = u"\ue000dlrack-host\ue001"
 _ATTR_ENTITIES = {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}   # what quoteattr() adds to escape()
 
 
-def _mentions(value, text):
-    if isinstance(value, str):
-        return text in value
-    if isinstance(value, dict):
-        return any(_mentions(k, text) or _mentions(v, text) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_mentions(v, text) for v in value)
-    return False
-
-
 def _shared_suite(shared, host, res, warnings, properties):
     """The <testsuite> of ``host`` as {"xml": (lines, counts)}, written once per share_key() with
     _HOST_MARK for the name and then given this host's name; None where that cannot give exactly
@@ -451,7 +441,7 @@ def _shared_suite(shared, host, res, warnings, properties):
         return None
     key = share_key(res)
     if key not in shared:
-        shared[key] = None if _mentions(res.get("findings"), _HOST_MARK) else _suite_xml(
+        shared[key] = None if mentions(res.get("findings"), _HOST_MARK) else _suite_xml(
             {"name": _HOST_MARK, "cases": _host_cases(_HOST_MARK, res, warnings)}, properties)
     if shared[key] is None:
         return None

@@ -929,22 +929,22 @@ def _inputs_key(kwargs):
     return None if _THIS_HOST_BYTES in key else key
 
 
-def _mentions_host(value):
-    """Whether any string in ``value`` holds _THIS_HOST: marshal writes every string (keys too) as
+def mentions(value, text):
+    """Whether any string in ``value`` (keys too) holds ``text``: marshal writes every string as
     its UTF-8 bytes, in C; the walk is for what marshal cannot write."""
     try:
-        return _THIS_HOST_BYTES in marshal.dumps(value, 2)
+        return text.encode("utf-8", "surrogatepass") in marshal.dumps(value, 2)
     except (ValueError, TypeError):
-        return _walk_mentions(value)
+        return _walk_mentions(value, text)
 
 
-def _walk_mentions(value):
+def _walk_mentions(value, text):
     if isinstance(value, str):
-        return _THIS_HOST in value
+        return text in value
     if isinstance(value, dict):
-        return any(_walk_mentions(k) or _walk_mentions(v) for k, v in value.items())
+        return any(_walk_mentions(k, text) or _walk_mentions(v, text) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(_walk_mentions(v) for v in value)
+        return any(_walk_mentions(v, text) for v in value)
     return False
 
 
@@ -996,6 +996,6 @@ def evaluate_fleet(hosts, finish=None):
             result = evaluate_host(_THIS_HOST, **kwargs)
             if finish is not None:
                 finish({_THIS_HOST: result})
-            memo[key] = (result, _mentions_host([result["findings"], result["provenance"]]))
+            memo[key] = (result, mentions([result["findings"], result["provenance"]], _THIS_HOST))
         results[name] = _for_host(memo[key], name)
     return results, summarize(results)

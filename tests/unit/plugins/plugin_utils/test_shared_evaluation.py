@@ -135,3 +135,12 @@ def test_hosts_whose_sections_read_the_same_share_one_section():
     assert [(s["view"]["name"], s["same"]) for s in sections] == [("a", ["b"]), ("c", [])]
     html = report.build_html(results, summary, run_id="r")
     assert html.count('id="host-b"') == 1 and "and 1 more host(s) like it" in html
+
+
+@pytest.mark.parametrize("value,found", [
+    (["a", {"k": "x" + MARK}], True), ({"x" + MARK: 1}, True), (("no", 1.5, None), False),
+    ([{"s": {"e\ue000dlrack-host\ue001"}}], False),   # a set: marshal writes it, it holds no mark
+    ([object(), "y" + MARK], True),                   # marshal cannot write object(): the walk decides
+    ([object(), "clean"], False), ("\udfff" + MARK, True)])
+def test_mentions_finds_the_text_in_any_string(value, found):
+    assert rules.mentions(value, MARK) is found
