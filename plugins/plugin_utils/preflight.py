@@ -47,23 +47,47 @@ def _plain(value):
 _PLAIN_TYPES = (int, float, bool, type(None))
 
 
-def _may_template(value):
-    """Whether a raw (not yet templated) variable value may hold a Jinja expression, or anything
-    other than plain data (vaulted values...), so that it must go through Ansible's templating."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value or "{#" in value
+class _Template(Exception):
+    """A raw variable value that only Ansible's templating can give its value (see _plain_raw)."""
+
+
+def _plain_raw(value):
+    """_plain(value) of a raw (not yet templated) variable value, or _Template when the value may
+    hold a template - a string with a Jinja expression (keys too) - or anything other than plain
+    data (a vaulted value...): that one must go through Ansible's templating. One walk does both
+    (a heavy declaration is a few hundred values, a fleet thousands of hosts)."""
+    kind = type(value)
+    if kind is str:
+        if "{" in value and ("{{" in value or "{%" in value or "{#" in value):
+            raise _Template()
+        return value
+    if kind in _EXACT:
+        return value
     if isinstance(value, dict):
-        return any(_may_template(k) or _may_template(v) for k, v in value.items())
+        return dict((_plain_raw_key(k), _plain_raw(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(_may_template(v) for v in value)
-    return not isinstance(value, _PLAIN_TYPES)
+        return [_plain_raw(v) for v in value]
+    if isinstance(value, str):
+        return _plain_raw(str(value))
+    if isinstance(value, _PLAIN_TYPES):
+        return _plain(value)
+    raise _Template()
+
+
+def _plain_raw_key(key):
+    if isinstance(key, str):
+        return _plain_raw(str(key))
+    if isinstance(key, _PLAIN_TYPES):
+        return str(key)
+    raise _Template()
 
 
 class HostView(object):
-    """One host's variables for the rules, read from the raw variables (hostvars.raw_get) and
-    templated - in that host's context - only where a value holds a template. Templating a whole
-    dlrack_hw document through HostVarsVars costs about as much as building the host's variables
-    (~0.3 ms per host), for documents that almost never contain a template."""
+    """One host's variables for the rules as plain data (see _plain), read from the raw variables
+    (hostvars.raw_get) and templated - in that host's context - only where a value holds a
+    template. Templating a whole dlrack_hw document through HostVarsVars costs about as much as
+    building the host's variables (~0.3 ms per host), for documents that almost never contain a
+    template."""
 
     def __init__(self, hostvars, host):
         self._hostvars = hostvars
@@ -75,10 +99,10 @@ class HostView(object):
         return name in self._raw
 
     def __getitem__(self, name):
-        value = self._raw[name]
-        if _may_template(value):
-            return self._hostvars[self._host][name]
-        return value
+        try:
+            return _plain_raw(self._raw[name])
+        except _Template:
+            return _plain(self._hostvars[self._host][name])
 
     def get(self, name, default=None):
         return self[name] if name in self._raw else default
@@ -92,17 +116,23 @@ def host_view(hostvars, host):
     return hostvars.get(host) or {}
 
 
+def _same(value):
+    return value
+
+
 def _var(hostvars, name):
     """One host variable, templated once; None when it is not set. HostVarsVars templates on every
     access (a whole dlrack_hw document each time) while `in` does not, so look before reading."""
     return hostvars[name] if name in hostvars else None
 
 
-def read_host(host, hostvars, gather=False, use_fact_cache=False):
+def read_host(host, hostvars, gather=False, use_fact_cache=False, plain=False):
     """One read of a host's variables: (evaluate_host() keyword arguments, whether the host must be
-    gathered with hw_facts first - see needs_gather)."""
-    declared = _plain(_var(hostvars, "dlrack_hw"))
-    gathered = _plain(_var(hostvars, "dlrack_hw_gathered"))
+    gathered with hw_facts first - see needs_gather). ``plain``: the values are plain data already
+    (a HostView's, or the action's host_variables()), so they are not copied again."""
+    _plain_ = _same if plain or isinstance(hostvars, HostView) else _plain
+    declared = _plain_(_var(hostvars, "dlrack_hw"))
+    gathered = _plain_(_var(hostvars, "dlrack_hw_gathered"))
     if gathered is not None:
         hw = gathered
         decl = declared if isinstance(declared, dict) and declared.get("source", "declared") == "declared" else None
@@ -112,9 +142,9 @@ def read_host(host, hostvars, gather=False, use_fact_cache=False):
         "hw": hw,
         "declared": decl,
         "profile": _var(hostvars, "dlrack_profile") or "training",
-        "thresholds": _plain(_var(hostvars, "dlrack_thresholds")) or None,
-        "severity": _plain(_var(hostvars, "dlrack_severity")) or None,
-        "workload": _plain(_var(hostvars, "dlrack_workload")) or None,
+        "thresholds": _plain_(_var(hostvars, "dlrack_thresholds")) or None,
+        "severity": _plain_(_var(hostvars, "dlrack_severity")) or None,
+        "workload": _plain_(_var(hostvars, "dlrack_workload")) or None,
         "external_archive": _var(hostvars, "dlrack_external_archive") or None,
     }
     return inputs, _needs_gather(hostvars, declared, gathered, gather, use_fact_cache)

@@ -2,13 +2,17 @@
 host's variables, templating only values that hold a template, which hosts must be gathered, and
 drift records with their status (error / drifted / clean) in the three reports."""
 import json
+import marshal
 import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    HostView, drift_record, host_view, hosts_to_gather, load_drift, read_host, run_preflight)
+    HostView, _plain, _plain_raw, _Template, drift_record, host_view, hosts_to_gather, load_drift, read_host,
+    run_preflight)
 
 from hwdocs import GATHERED, GOOD
 
@@ -44,6 +48,62 @@ def test_plain_declarations_are_not_templated_and_templates_are():
     inputs = read_host("tmpl", host_view(hv, "tmpl"))[0]
     assert inputs["hw"]["cpu"]["model"] == "tmpl" and hv.templated == [("tmpl", "dlrack_hw")]
     assert "dlrack_hw" not in HostView(hv, "unknown")           # an unknown host declares nothing
+
+
+def _may_template(value):
+    """The reference for _plain_raw: the walk it replaced, which decided whether a raw value goes
+    through Ansible's templating (a Jinja expression in a string or key, or not plain data)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value or "{#" in value
+    if isinstance(value, dict):
+        return any(_may_template(k) or _may_template(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_may_template(v) for v in value)
+    return not isinstance(value, (int, float, bool, type(None)))
+
+
+class _Str(str):
+    """Like Ansible 2.19's tagged values: subclasses of the builtin types."""
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Dict(dict):
+    pass
+
+
+class _List(list):
+    pass
+
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(alphabet="{}%#a ", max_size=5),
+    st.text(alphabet="{}%#a ", max_size=5).map(_Str), st.integers().map(_Int), st.floats().map(_Float),
+    st.just(object()), st.binary(max_size=2))
+_KEYS = st.one_of(st.text(alphabet="{}%#a", max_size=4), st.text(alphabet="{}#a", max_size=3).map(_Str),
+                  st.integers(-3, 3), st.none(), st.floats(-1, 1), st.just(frozenset()))
+_RAW = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple), st.lists(inner, max_size=3).map(_List),
+    st.dictionaries(_KEYS, inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3).map(_Dict)), max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_RAW)
+def test_plain_raw_property_is_plain_data_unless_the_value_needs_ansible(value):
+    """One walk gives what the two walks gave: _Template exactly where the value may hold a template
+    or is not plain data, else _plain()'s copy - the same values of the same builtin types (marshal
+    writes only builtin types and tells True, 1 and 1.0 apart; NaN compares by its bytes)."""
+    if _may_template(value):
+        with pytest.raises(_Template):
+            _plain_raw(value)
+    else:
+        assert marshal.dumps(_plain_raw(value)) == marshal.dumps(_plain(value))
 
 
 @pytest.mark.parametrize("hostvars, gather, cache, expected", [
