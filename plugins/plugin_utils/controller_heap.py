@@ -42,4 +42,3 @@ def freeze(environ=None, cli_args=None):
         return False
     gc.freeze()
     return True
-
