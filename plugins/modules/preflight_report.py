@@ -107,7 +107,8 @@ notes:
     that forks without exec - so that the garbage collector stops walking the whole inventory again
     and again, in the controller and in every worker forked after (0.17-0.29 s per full collection
     for 2,000 hosts, benchmarks/RESULTS.md). Reference cycles that are already garbage then are
-    freed when the run ends. Set the environment variable C(DLRACK_GC_FREEZE=false) to turn it off.
+    freed when the run ends. Set the environment variable C(DLRACK_GC_FREEZE=false) to turn it off
+    (the worker forked for this task still freezes what it inherited; it ends with the task).
 author: dlrack.node contributors (@dlrack)
 """
 

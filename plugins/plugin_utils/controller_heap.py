@@ -28,7 +28,8 @@ def freeze(environ=None, cli_args=None):
 
     Only under an Ansible command line (its options parsed: ``ansible.context.CLIARGS``), not
     when a test or another program imports the plugin; DLRACK_GC_FREEZE=false in the environment
-    turns it off. Returns whether it froze."""
+    turns it off (the action's worker still freezes what it inherited: that process ends with the
+    task). Returns whether it froze."""
     value = (os.environ if environ is None else environ).get("DLRACK_GC_FREEZE", "true")
     if str(value).strip().lower() in ("0", "false", "no", "off"):
         return False
