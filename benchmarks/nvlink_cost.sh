@@ -16,8 +16,8 @@ ln -s "$PWD" "$tmp/ansible_collections/dlrack/node"
 PYTHONPATH="$tmp" python3 - "$out" <<'PY'
 import json, os, subprocess, sys, time
 out = sys.argv[1]
-from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
-from ansible_collections.dlrack.node.plugins.module_utils.parsers.nvidia_smi import parse_nvlink_status
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.nvidia_smi import parse_nvlink_status
 
 def timed(argv):
     t = time.perf_counter()

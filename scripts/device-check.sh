@@ -2,7 +2,7 @@
 # Acceptance run on one real GPU machine, from the repository root, as root:
 #   OUT=/some/dir scripts/device-check.sh
 # 1. the GPU measurement alone, straight from its file (python3 only, no Ansible):
-#      python3 plugins/module_utils/acceptance_gpu.py  -> $OUT/acc/gpu-standalone.json
+#      python3 plugins/module_utils/acceptance/gpu.py  -> $OUT/acc/gpu-standalone.json
 # 2. the playbook against localhost, the hot tier = a temporary directory on local disk (storage is
 #    measured when fio is installed, else skipped with the reason), no cold tier:
 #      ansible-playbook playbooks/acceptance.yml -i localhost, -c local -e dlrack_report_dir=$OUT/acc ...
@@ -26,8 +26,8 @@ if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=index,name,pci.bus_id,pcie.link.gen.max,pcie.link.width.current,persistence_mode --format=csv || true
 fi
 
-echo "== 1. GPU bandwidth, standalone (python3 plugins/module_utils/acceptance_gpu.py)"
-timeout 300 "$PY" plugins/module_utils/acceptance_gpu.py > "$ACC/gpu-standalone.json"
+echo "== 1. GPU bandwidth, standalone (python3 plugins/module_utils/acceptance/gpu.py)"
+timeout 300 "$PY" plugins/module_utils/acceptance/gpu.py > "$ACC/gpu-standalone.json"
 echo "rc=$?"; cat "$ACC/gpu-standalone.json"
 
 echo "== 2. ansible-playbook playbooks/acceptance.yml"

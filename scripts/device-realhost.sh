@@ -50,7 +50,7 @@ echo "== 3. affinity plan, launcher, venv DataLoader"
 import json, os, sys
 work, root = sys.argv[1], sys.argv[2]
 sys.path[:0] = [os.path.join(work, "coll"), os.path.join(root, "tests")]
-from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import plan_gpu_affinity_report
 from nodelib import install_node_lib
 hw = gather()

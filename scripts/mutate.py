@@ -25,7 +25,7 @@ import tokenize
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_FILES = ("plugins/plugin_utils/rules.py", "plugins/module_utils/storage_plan.py",
+DEFAULT_FILES = ("plugins/plugin_utils/rules.py", "plugins/module_utils/storage/plan.py",
                  "plugins/plugin_utils/affinity.py")
 # A file's unit tests: tests/unit mirrors plugins/ (tests/unit/plugins/<dir>/test_<name>.py).
 # Property tests (hypothesis) are left out: each mutant runs the example-based tests only.

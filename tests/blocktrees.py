@@ -1,5 +1,5 @@
 """Block-device trees (sysfs, procfs, /dev/disk/by-id, udev database) built in a temp dir from real
-``lsblk`` captures, for the one block-device reader (plugins/module_utils/blockdev.py) and the
+``lsblk`` captures, for the one block-device reader (plugins/module_utils/storage/blockdev.py) and the
 storage planner.
 
 ``lsblk_tree(root, text, facts)`` parses an lsblk capture (tests/data/real/lsblk/, provenance in

@@ -117,7 +117,7 @@ attributes:
 notes:
   - Needs root for O_DIRECT on most tiers, for C(dcgmi) and to write into root-owned tier directories.
   - The GPU measurement also runs without Ansible, for example
-    C(python3 plugins/module_utils/acceptance_gpu.py --bytes 1073741824).
+    C(python3 plugins/module_utils/acceptance/gpu.py --bytes 1073741824).
 """
 
 EXAMPLES = r"""
@@ -163,7 +163,7 @@ acceptance:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dlrack.node.plugins.module_utils.acceptance_node import measure, plan
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance.node import measure, plan
 
 _ARGS = dict(
     gpu=dict(type="bool", default=True),

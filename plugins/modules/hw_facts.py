@@ -177,7 +177,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dlrack.node.plugins.module_utils.gather import gather, SUBSETS
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather, SUBSETS
 
 
 def main():

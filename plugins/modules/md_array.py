@@ -21,7 +21,7 @@ description:
   - A member with any other signature (filesystem, partition table, a foreign md superblock) or
     with holders is refused unless listed in I(allow_signatures). A member on the system disk, or
     mounted other than through this array, is always refused. Holders and mounts are read with the
-    collection's block-device reader (C(module_utils/blockdev.py)), the same rules as the planner.
+    collection's block-device reader (C(module_utils/storage/blockdev.py)), the same rules as the planner.
   - In check mode the module reports the action and the exact command it would run.
 options:
   name:
@@ -112,8 +112,8 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices, listdir
-from ansible_collections.dlrack.node.plugins.module_utils.parsers import parse_export
+from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import BlockDevices, listdir
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import parse_export
 
 ROOT = "/"   # where the block-device reader looks (tests point it at a captured tree)
 LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}

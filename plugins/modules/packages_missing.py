@@ -91,7 +91,7 @@ import functools
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dlrack.node.plugins.module_utils.packages import (
+from ansible_collections.dlrack.node.plugins.module_utils.system.packages import (
     PackageQueryError, choose_manager, missing_packages)
 
 

@@ -13,9 +13,9 @@ short_description: Plan the hot (NVMe) and cold (HDD) storage tiers of a node; r
 version_added: "0.1.0"
 description:
   - Reads the block devices of the target with the collection's one block-device reader
-    (C(module_utils/blockdev.py)) - sysfs, C(/proc/self/mountinfo), C(/proc/swaps), C(/dev/disk/by-id),
+    (C(module_utils/storage/blockdev.py)) - sysfs, C(/proc/self/mountinfo), C(/proc/swaps), C(/dev/disk/by-id),
     the udev database and C(blkid -p), a low-level probe without cache) at the moment of planning,
-    then calls the planner in C(module_utils/storage_plan.py). Never writes anything; runs the same in
+    then calls the planner in C(module_utils/storage/plan.py). Never writes anything; runs the same in
     check mode.
   - The disk list is re-read here rather than taken from cached C(dlrack_hw) facts because a plan
     that may erase disks must not act on names from an earlier boot.
@@ -129,7 +129,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The plan (see module_utils/storage_plan.py); C(hot)/C(cold) with devices, md, filesystems.
+  description: The plan (see module_utils/storage/plan.py); C(hot)/C(cold) with devices, md, filesystems.
   type: dict
   returned: success
 disks:
@@ -141,9 +141,9 @@ disks:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices
-from ansible_collections.dlrack.node.plugins.module_utils.hostfs import container_marker
-from ansible_collections.dlrack.node.plugins.module_utils.storage_plan import (
+from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import BlockDevices
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import container_marker
+from ansible_collections.dlrack.node.plugins.module_utils.storage.plan import (
     StoragePlanError, argument_spec, plan_storage)
 
 

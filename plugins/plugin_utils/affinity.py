@@ -38,7 +38,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
     MAX_CPUS,
     CpuListError,
     format_cpulist,

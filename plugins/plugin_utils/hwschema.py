@@ -24,7 +24,7 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import MAX_CPUS, CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import MAX_CPUS, CpuListError, parse_cpulist
 
 SCHEMA_VERSION = 1
 
@@ -443,7 +443,9 @@ def _check_list(spec, value, path, problems, strict):
         item_clean = _check_dict(fields, item, "%s[%d]" % (path, i), problems, strict)
         if item_clean is None:
             continue
-        count = item_clean.pop("count", None) or 1
+        # Only entries whose schema has a count (GPUs, disks) repeat; elsewhere an unknown
+        # "count" key is plain data, kept as it was.
+        count = (item_clean.pop("count", None) or 1) if "count" in fields else 1
         total += count
         if total > limit:
             problems.append(Problem("%s[%d].count" % (path, i), count, "at most %d entries in %s in all" % (limit, path)))

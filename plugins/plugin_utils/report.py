@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 
 try:

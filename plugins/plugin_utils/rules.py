@@ -31,8 +31,8 @@ __metaclass__ = type
 import marshal
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
-from ansible_collections.dlrack.node.plugins.module_utils import blockdev
-from ansible_collections.dlrack.node.plugins.module_utils.ecc_policy import assess_ecc
+from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
+from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import assess_ecc
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
     MAX_GPUS, MAX_STR, Problem, check_hw, check_workload, to_int, to_number)
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.dlrack.node.plugins.module_utils import ecc_metrics
+from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics as ecc_metrics
 from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import plan_gpu_affinity_report
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import collect_host_inputs, run_preflight
 

@@ -10,6 +10,6 @@ is an alias, so WorkerPinner pickles and unpickles the same in DataLoader worker
 """
 import sys
 
-from ansible_collections.dlrack.node.plugins.module_utils import gpu_bind
+from ansible_collections.dlrack.node.plugins.module_utils.programs import gpu_bind
 
 sys.modules[__name__] = gpu_bind

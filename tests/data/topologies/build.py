@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(HERE, "..", "..", "..", "..", "shared", "fixtures", "real")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", ".collections"))
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import (  # noqa: E402
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (  # noqa: E402
     format_cpulist, parse_cpulist)
 
 

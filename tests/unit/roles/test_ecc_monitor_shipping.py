@@ -25,7 +25,7 @@ def test_shipped_files_are_self_contained(tmp_path):
     out.mkdir()
     # as the role's dlrack-ecc-collector script does: the lib dir first on sys.path
     code = ("import sys; sys.path.insert(0, %r); "
-            "from ansible_collections.dlrack.node.plugins.module_utils import ecc_metrics; "
+            "from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics as ecc_metrics; "
             "assert ecc_metrics.__file__.startswith(%r), ecc_metrics.__file__; "
             "sys.exit(ecc_metrics.main(sys.argv[1:]))" % (str(tmp_path / "lib"), str(tmp_path / "lib")))
     env = {"PATH": bin_dir + os.pathsep + "/usr/bin:/bin"}

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""dlrack-gpu-bind (launcher) and dlrack_affinity (helper, plugins/module_utils/gpu_bind.py).
+"""dlrack-gpu-bind (launcher) and dlrack_affinity (helper, plugins/module_utils/programs/gpu_bind.py).
 
 The helper is stdlib-only and runs on the node, copied there by roles/gpu_affinity (tests/nodelib.py
 does the same into a temporary <lib>). The launcher is rendered the way the role does it
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils import gpu_bind as da
+from ansible_collections.dlrack.node.plugins.module_utils.programs import gpu_bind as da
 
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 TEMPLATE = os.path.join(ROOT, "roles", "gpu_affinity", "templates", "dlrack-gpu-bind.j2")

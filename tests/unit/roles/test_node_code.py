@@ -33,7 +33,7 @@ def _imports(path):
 
 
 def _as_file(module):
-    """ansible_collections...module_utils.parsers.nvidia_smi -> parsers/nvidia_smi.py."""
+    """ansible_collections...module_utils.hw.parsers.nvidia_smi -> parsers/nvidia_smi.py."""
     rel = module[len(COLLECTION_PREFIX):].lstrip(".").replace(".", "/")
     src = os.path.join(ROOT, "plugins", "module_utils", rel)
     return rel + "/__init__.py" if os.path.isdir(src) else rel + ".py"
@@ -88,7 +88,7 @@ def _bare_python(lib, code):
 
 def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):
     code = ("import dlrack_affinity as d, pickle;"
-            "from ansible_collections.dlrack.node.plugins.module_utils import ecc_metrics;"
+            "from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics as ecc_metrics;"
             "p = pickle.loads(pickle.dumps(d.WorkerPinner(split=True, cpus='0-3')));"
             "print(d.__name__, d.__file__.startswith(%r), p.cpus, callable(ecc_metrics.main))"
             % node_lib)
@@ -96,7 +96,7 @@ def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):
     assert r.returncode == 1 and "No module named 'dlrack_affinity'" in r.stderr
     r = _bare_python(node_lib, code)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [COLLECTION_PREFIX + ".gpu_bind", "True", "[0,", "1,", "2,", "3]", "True"]
+    assert r.stdout.split() == [COLLECTION_PREFIX + ".programs.gpu_bind", "True", "[0,", "1,", "2,", "3]", "True"]
 
 
 @pytest.mark.skipif(not shutil.which("ansible-galaxy", path=os.path.dirname(sys.executable)),

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from ansible_collections.dlrack.node.plugins.module_utils import storage_plan as sp
+from ansible_collections.dlrack.node.plugins.module_utils.storage import plan as sp
 from ansible_collections.dlrack.node.plugins.modules import storage_tiers_plan as mod
 
 from conftest import ROOT
@@ -61,6 +61,6 @@ def test_module_documentation_and_argument_spec_match():
 
 
 def test_module_utils_spell_no_role_variable():
-    for name in ("storage_plan.py", "blockdev.py"):
+    for name in ("storage/plan.py", "storage/blockdev.py"):
         with open(os.path.join(ROOT, "plugins", "module_utils", name)) as fh:
             assert not re.search(r"storage_tiers_(?!plan\b)", fh.read()), name   # the module's name is fine

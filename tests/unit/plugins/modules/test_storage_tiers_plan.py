@@ -3,8 +3,8 @@ requested device the listing leaves out), and its container check. The reading i
 blockdev's (test_blockdev.py); the planning is storage_plan's (test_storage_plan.py)."""
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils.blockdev import BlockDevices
-from ansible_collections.dlrack.node.plugins.module_utils.storage_plan import StoragePlanError, plan_storage
+from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import BlockDevices
+from ansible_collections.dlrack.node.plugins.module_utils.storage.plan import StoragePlanError, plan_storage
 from ansible_collections.dlrack.node.plugins.modules import storage_tiers_plan as mod
 
 from blocktrees import fake_blkid, kingston, link, lsblk_tree, write

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.dlrack.node.plugins.module_utils.acceptance_health import health_from_xml
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance.health import health_from_xml
 from ansible_collections.dlrack.node.plugins.plugin_utils import acceptance as acc
 from conftest import DATA
 

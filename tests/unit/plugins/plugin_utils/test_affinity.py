@@ -19,7 +19,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import (
     service_pins,
     slurm_cores,
 )
-from ansible_collections.dlrack.node.plugins.module_utils.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import format_cpulist, parse_cpulist
 
 TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "topologies")
 TOPOLOGIES = sorted(f[:-5] for f in os.listdir(TOPO_DIR) if f.endswith(".json"))

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ansible_collections.dlrack.node.plugins.filter.hw_declaration import hw_declaration, hw_declaration_yaml
-from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.declaration import (
     DeclarationError, declaration_from_gathered, declaration_yaml)
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw

@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 from jinja2 import StrictUndefined
 
-from ansible_collections.dlrack.node.plugins.module_utils.gather import gather
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
     Unresolved, check_hw, describe, to_int, to_number)
 

@@ -1,0 +1,387 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Host<->GPU and GPU<->GPU copy bandwidth through the CUDA driver API (libcuda.so.1) with ctypes.
+
+Every node with the NVIDIA driver has libcuda.so.1, so this needs no compiler, no CUDA toolkit and
+no PyTorch. Per GPU, with the process pinned to the GPU's local CPUs (so host buffers are on the
+GPU's NUMA node): ``bytes`` of pinned host memory (cuMemAllocHost_v2) and device memory
+(cuMemAlloc_v2), one warm-up copy, then ``iterations`` cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2 each timed
+up to cuCtxSynchronize; then the same from pageable memory (an anonymous mmap). With 2+ GPUs, every
+ordered pair is copied with cuMemcpyPeer (peer access enabled where cuDeviceCanAccessPeer allows).
+Bandwidth is decimal GB/s (1e9 bytes/s), the median of the iterations, as link rates are quoted.
+
+Standalone (stdlib only, no Ansible):  python3 plugins/module_utils/acceptance/gpu.py [--bytes N]
+or, with the collection on PYTHONPATH: python3 -m ansible_collections.dlrack.node.plugins.module_utils.acceptance.gpu
+Both print the JSON document that measure() returns.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ctypes
+import mmap
+import os
+import time
+
+try:
+    from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
+except ImportError:  # run as a plain file (no collection on the path): load the sibling module by path
+    import importlib.util as _ilu
+    _spec = _ilu.spec_from_file_location("dlrack_cpulist", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hw", "cpulist.py"))
+    _cpulist = _ilu.module_from_spec(_spec)
+    _spec.loader.exec_module(_cpulist)
+    CpuListError, parse_cpulist = _cpulist.CpuListError, _cpulist.parse_cpulist
+
+LIBCUDA = "libcuda.so.1"
+CUDA_SUCCESS = 0
+CUDA_ERROR_NO_DEVICE = 100
+CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
+
+_P = ctypes.POINTER
+# The driver API entry points used, with their C signatures (all return CUresult = int).
+# CUdevice = int, CUcontext = opaque pointer, CUdeviceptr = unsigned long long (64-bit).
+SIGNATURES = {
+    "cuInit": (ctypes.c_uint,),
+    "cuDriverGetVersion": (_P(ctypes.c_int),),
+    "cuDeviceGetCount": (_P(ctypes.c_int),),
+    "cuDeviceGet": (_P(ctypes.c_int), ctypes.c_int),
+    "cuDeviceGetName": (ctypes.c_char_p, ctypes.c_int, ctypes.c_int),
+    "cuDeviceGetPCIBusId": (ctypes.c_char_p, ctypes.c_int, ctypes.c_int),
+    "cuDevicePrimaryCtxRetain": (_P(ctypes.c_void_p), ctypes.c_int),
+    "cuDevicePrimaryCtxRelease_v2": (ctypes.c_int,),
+    "cuCtxSetCurrent": (ctypes.c_void_p,),
+    "cuCtxSynchronize": (),
+    "cuMemAllocHost_v2": (_P(ctypes.c_void_p), ctypes.c_size_t),
+    "cuMemFreeHost": (ctypes.c_void_p,),
+    "cuMemAlloc_v2": (_P(ctypes.c_uint64), ctypes.c_size_t),
+    "cuMemFree_v2": (ctypes.c_uint64,),
+    "cuMemcpyHtoD_v2": (ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t),
+    "cuMemcpyDtoH_v2": (ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t),
+    "cuMemcpyPeer": (ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t),
+    "cuDeviceCanAccessPeer": (_P(ctypes.c_int), ctypes.c_int, ctypes.c_int),
+    "cuCtxEnablePeerAccess": (ctypes.c_void_p, ctypes.c_uint),
+    "cuGetErrorName": (ctypes.c_int, _P(ctypes.c_char_p)),
+    "cuGetErrorString": (ctypes.c_int, _P(ctypes.c_char_p)),
+}
+
+# What to do about the errors an acceptance run meets in practice (cuda.h names).
+_ADVICE = {
+    35: "the kernel driver is older than libcuda: reboot after a driver upgrade, or reinstall the driver",
+    2: "free GPU memory (other processes hold it) or lower the copy size",
+    46: "the GPUs are in exclusive-process compute mode and busy: stop the jobs on them",
+    101: "the device ordinal is not visible (CUDA_VISIBLE_DEVICES?)",
+    802: "on NVSwitch systems start nvidia-fabricmanager (systemctl enable --now nvidia-fabricmanager)",
+    999: "check dmesg for Xid errors; reset the GPU or reboot",
+}
+
+
+class CudaUnavailable(Exception):
+    """No usable CUDA driver on this node: every GPU measurement is skipped with this reason."""
+
+
+class CudaError(Exception):
+    """A CUDA driver API call returned an error code."""
+
+    def __init__(self, call, code, name=None, text=None):
+        self.call, self.code, self.name, self.text = call, code, name, text
+        msg = "%s failed: %s (%d)%s" % (call, name or "CUDA error", code, ": %s" % text if text else "")
+        if code in _ADVICE:
+            msg += "; %s" % _ADVICE[code]
+        super(CudaError, self).__init__(msg)
+
+
+class Cuda:
+    """The driver API entry points of ``lib`` (a ctypes.CDLL of libcuda.so.1, or any object with
+    attributes of the same names that accept the same arguments) with error checking."""
+
+    def __init__(self, lib):
+        self._fn = {}
+        missing = []
+        for name, argtypes in SIGNATURES.items():
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                missing.append(name)
+                continue
+            try:
+                fn.argtypes = argtypes
+                fn.restype = ctypes.c_int
+            except (AttributeError, TypeError):
+                pass  # a stand-in callable: it takes the same arguments without ctypes conversion
+            self._fn[name] = fn
+        if missing:
+            raise CudaUnavailable("%s lacks %s: the NVIDIA driver is older than CUDA 11 (R450); upgrade it"
+                                  % (LIBCUDA, ", ".join(sorted(missing))))
+
+    @classmethod
+    def load(cls, path=None):
+        path = path or LIBCUDA
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            raise CudaUnavailable("%s cannot be loaded (%s): no NVIDIA driver on this node" % (path, exc))
+        return cls(lib)
+
+    def _describe(self, fn, code):
+        out = ctypes.c_char_p()
+        try:
+            if self._fn[fn](code, ctypes.byref(out)) == CUDA_SUCCESS and out.value:
+                return out.value.decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - describing an error must never raise another one
+            pass
+        return None
+
+    def error(self, call, code):
+        return CudaError(call, code, self._describe("cuGetErrorName", code), self._describe("cuGetErrorString", code))
+
+    def __call__(self, name, *args):
+        rc = self._fn[name](*args)
+        if rc != CUDA_SUCCESS:
+            raise self.error(name, rc)
+
+    def raw(self, name, *args):
+        """Call without raising; returns the CUresult."""
+        return self._fn[name](*args)
+
+
+def bandwidth(nbytes, seconds):
+    """Decimal GB/s for ``nbytes`` moved in each of ``seconds`` (a list): {gbps (median), best, worst, n}."""
+    rates = sorted(nbytes / s / 1e9 for s in seconds if s > 0)
+    if not rates:
+        raise ValueError("no positive timing to compute a bandwidth from")
+    n = len(rates)
+    median = rates[n // 2] if n % 2 else (rates[n // 2 - 1] + rates[n // 2]) / 2.0
+    return {"gbps": round(median, 2), "best": round(rates[-1], 2), "worst": round(rates[0], 2),
+            "n": n, "bytes": nbytes}
+
+
+def timed_copies(cuda, copy, nbytes, iterations, clock=time.perf_counter):
+    """``copy()`` once to warm up, then ``iterations`` times, each timed up to cuCtxSynchronize."""
+    copy()
+    cuda("cuCtxSynchronize")
+    times = []
+    for dummy in range(iterations):
+        t0 = clock()
+        copy()
+        cuda("cuCtxSynchronize")
+        times.append(clock() - t0)
+    return bandwidth(nbytes, times)
+
+
+def _sysfs_pci(bus_id, name, sysfs="/sys"):
+    try:
+        with open(os.path.join(sysfs, "bus", "pci", "devices", bus_id, name)) as fh:
+            return fh.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def _cpus(cpulist):
+    try:
+        return set(parse_cpulist(cpulist)) or None
+    except CpuListError:
+        return None
+
+
+class _Pinned:
+    """Pin the calling thread to the GPU's local CPUs for the with-block (first-touch puts host
+    buffers on the GPU's NUMA node); a no-op where the kernel or a cpuset does not allow it."""
+
+    def __init__(self, cpus):
+        self.cpus, self.saved = cpus, None
+
+    def __enter__(self):
+        if self.cpus and hasattr(os, "sched_setaffinity"):
+            try:
+                self.saved = os.sched_getaffinity(0)
+                allowed = self.cpus & self.saved
+                if allowed:
+                    os.sched_setaffinity(0, allowed)
+                else:
+                    self.saved = None
+            except OSError:
+                self.saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved:
+            try:
+                os.sched_setaffinity(0, self.saved)
+            except OSError:
+                pass
+        return False
+
+
+def _device_info(cuda, ordinal):
+    dev = ctypes.c_int()
+    cuda("cuDeviceGet", ctypes.byref(dev), ordinal)
+    name = ctypes.create_string_buffer(256)
+    cuda("cuDeviceGetName", name, 256, dev.value)
+    bus = ctypes.create_string_buffer(64)
+    cuda("cuDeviceGetPCIBusId", bus, 64, dev.value)
+    return dev.value, name.value.decode("utf-8", "replace"), bus.value.decode("ascii", "replace").lower()
+
+
+def _pageable(nbytes):
+    """An anonymous mapping, touched, as plain (pageable) host memory: (mapping, ctypes view, address)."""
+    mm = mmap.mmap(-1, nbytes)
+    view = (ctypes.c_char * nbytes).from_buffer(mm)
+    addr = ctypes.addressof(view)
+    ctypes.memset(addr, 1, nbytes)
+    return mm, view, addr
+
+
+def _h2d_d2h(cuda, direction, dptr, host, nbytes, iterations, clock):
+    if direction == "h2d":
+        return timed_copies(cuda, lambda: cuda("cuMemcpyHtoD_v2", dptr, host, nbytes), nbytes, iterations, clock)
+    return timed_copies(cuda, lambda: cuda("cuMemcpyDtoH_v2", host, dptr, nbytes), nbytes, iterations, clock)
+
+
+def measure_device(cuda, ordinal, nbytes, iterations, pageable=True, clock=time.perf_counter, sysfs="/sys"):
+    """H2D/D2H bandwidth of one GPU; errors are reported in the result, not raised."""
+    out = {"ordinal": ordinal}
+    try:
+        dev, name, bus = _device_info(cuda, ordinal)
+    except CudaError as exc:
+        out["error"] = str(exc)
+        return out
+    out.update(name=name, pci_bus_id=bus, numa_node=None, local_cpus=_sysfs_pci(bus, "local_cpulist", sysfs))
+    node = _sysfs_pci(bus, "numa_node", sysfs)
+    if node is not None and node.lstrip("-").isdigit() and int(node) >= 0:
+        out["numa_node"] = int(node)
+    ctx = ctypes.c_void_p()
+    host = ctypes.c_void_p()
+    dptr = ctypes.c_uint64()
+    retained = False
+    try:
+        with _Pinned(_cpus(out["local_cpus"])):
+            cuda("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+            retained = True
+            cuda("cuCtxSetCurrent", ctx)
+            cuda("cuMemAlloc_v2", ctypes.byref(dptr), nbytes)
+            cuda("cuMemAllocHost_v2", ctypes.byref(host), nbytes)
+            ctypes.memset(host.value, 1, nbytes)
+            out["h2d_pinned"] = _h2d_d2h(cuda, "h2d", dptr.value, host.value, nbytes, iterations, clock)
+            out["d2h_pinned"] = _h2d_d2h(cuda, "d2h", dptr.value, host.value, nbytes, iterations, clock)
+            if pageable:
+                mm, view, addr = _pageable(nbytes)
+                try:
+                    out["h2d_pageable"] = _h2d_d2h(cuda, "h2d", dptr.value, addr, nbytes, iterations, clock)
+                    out["d2h_pageable"] = _h2d_d2h(cuda, "d2h", dptr.value, addr, nbytes, iterations, clock)
+                finally:
+                    del view
+                    mm.close()
+    except CudaError as exc:
+        out["error"] = str(exc)
+    finally:
+        if host.value is not None:
+            cuda.raw("cuMemFreeHost", host)
+        if dptr.value:
+            cuda.raw("cuMemFree_v2", dptr.value)
+        if retained:
+            cuda.raw("cuDevicePrimaryCtxRelease_v2", dev)
+    return out
+
+
+def measure_p2p(cuda, count, nbytes, iterations, clock=time.perf_counter):
+    """cuMemcpyPeer bandwidth for every ordered pair of GPUs: [{src, dst, peer_access, gbps...}]."""
+    devs, ctxs, bufs = [], [], []
+    pairs = []
+    try:
+        for i in range(count):
+            dev = ctypes.c_int()
+            cuda("cuDeviceGet", ctypes.byref(dev), i)
+            ctx = ctypes.c_void_p()
+            cuda("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev.value)
+            devs.append(dev.value)
+            ctxs.append(ctx)
+            cuda("cuCtxSetCurrent", ctx)
+            buf = ctypes.c_uint64()
+            cuda("cuMemAlloc_v2", ctypes.byref(buf), nbytes)
+            bufs.append(buf)
+        for s in range(count):
+            for d in range(count):
+                if s == d:
+                    continue
+                pair = {"src": s, "dst": d}
+                try:
+                    can = ctypes.c_int()
+                    cuda("cuDeviceCanAccessPeer", ctypes.byref(can), devs[s], devs[d])
+                    pair["peer_access"] = bool(can.value)
+                    cuda("cuCtxSetCurrent", ctxs[s])
+                    if can.value:
+                        rc = cuda.raw("cuCtxEnablePeerAccess", ctxs[d], 0)
+                        if rc not in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED):
+                            raise cuda.error("cuCtxEnablePeerAccess", rc)
+                    dst, dctx, src, sctx = bufs[d].value, ctxs[d], bufs[s].value, ctxs[s]
+                    pair.update(timed_copies(cuda, lambda: cuda("cuMemcpyPeer", dst, dctx, src, sctx, nbytes),
+                                             nbytes, iterations, clock))
+                except CudaError as exc:
+                    pair["error"] = str(exc)
+                pairs.append(pair)
+    finally:
+        for i, buf in enumerate(bufs):
+            cuda.raw("cuCtxSetCurrent", ctxs[i])
+            cuda.raw("cuMemFree_v2", buf.value)
+        for dev in devs:
+            cuda.raw("cuDevicePrimaryCtxRelease_v2", dev)
+    return pairs
+
+
+def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 << 28, p2p_iterations=5,
+            cuda=None, clock=time.perf_counter, sysfs="/sys"):
+    """The whole GPU measurement: {status: ok|skip|error, reason, driver_version, devices, p2p}."""
+    doc = {"status": "ok", "reason": None, "driver_version": None, "bytes": nbytes, "iterations": iterations,
+           "devices": [], "p2p": None}
+    # nvidia-smi numbers GPUs in PCI bus order; make CUDA ordinals agree (results carry the bus id anyway).
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    try:
+        cuda = cuda or Cuda.load()
+    except CudaUnavailable as exc:
+        return dict(doc, status="skip", reason=str(exc))
+    rc = cuda.raw("cuInit", 0)
+    if rc == CUDA_ERROR_NO_DEVICE:
+        return dict(doc, status="skip", reason="cuInit: no CUDA device is visible (no GPU, or all hidden by "
+                                               "CUDA_VISIBLE_DEVICES or MIG mode)")
+    if rc != CUDA_SUCCESS:
+        return dict(doc, status="error", reason=str(cuda.error("cuInit", rc)))
+    try:
+        ver = ctypes.c_int()
+        cuda("cuDriverGetVersion", ctypes.byref(ver))
+        doc["driver_version"] = "%d.%d" % (ver.value // 1000, (ver.value % 1000) // 10)
+        count = ctypes.c_int()
+        cuda("cuDeviceGetCount", ctypes.byref(count))
+    except CudaError as exc:
+        return dict(doc, status="error", reason=str(exc))
+    if count.value == 0:
+        return dict(doc, status="skip", reason="the CUDA driver sees no GPU")
+    for i in range(count.value):
+        doc["devices"].append(measure_device(cuda, i, nbytes, iterations, pageable, clock, sysfs))
+    if p2p and count.value > 1:
+        try:
+            doc["p2p"] = measure_p2p(cuda, count.value, p2p_bytes, p2p_iterations, clock)
+        except CudaError as exc:
+            doc["p2p"] = [{"error": str(exc)}]
+    return doc
+
+
+def main(argv=None):
+    import argparse
+    import json
+    import sys
+    parser = argparse.ArgumentParser(description="GPU copy bandwidth through libcuda (prints JSON)")
+    parser.add_argument("--bytes", type=int, default=1 << 30, help="bytes per copy (default 1 GiB)")
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--no-pageable", action="store_true")
+    parser.add_argument("--no-p2p", action="store_true")
+    parser.add_argument("--p2p-bytes", type=int, default=1 << 28)
+    args = parser.parse_args(argv)
+    doc = measure(args.bytes, args.iterations, not args.no_pageable, not args.no_p2p, args.p2p_bytes)
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 1 if doc["status"] == "error" else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One acceptance pass on a node: GPU health and link capability (nvidia-smi), GPU copy bandwidth
+(libcuda), storage tier throughput (fio), memory bandwidth per NUMA node, DCGM diagnostics.
+
+Returns raw figures only; the verdicts are made on the controller (plugin_utils/acceptance.py)
+against the thresholds of each host. ``plan()`` is the check-mode answer: what would be measured
+and what would be skipped (and why), found without measuring or writing anything.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ctypes.util
+import os
+import shutil
+import subprocess
+
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import fio as acceptance_fio
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu as acceptance_gpu
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import health as acceptance_health
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import memory as acceptance_memory
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.sysfs_pci import read_link
+
+TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+TIERS = ("hot", "cold")
+
+
+def find_tool(name):
+    path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(TOOL_DIRS)
+    return shutil.which(name, path=path)
+
+
+def run_command(argv, timeout):
+    """(rc, stdout, stderr) as text with LC_ALL=C; a timeout or a missing program is rc 124 / 127."""
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return 124, "", "%s timed out after %d s" % (argv[0], timeout)
+    except OSError as exc:
+        return 127, "", str(exc)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def _libcuda_present():
+    if ctypes.util.find_library("cuda"):
+        return True
+    return any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+               for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib"))
+
+
+def sysfs_link(bus, sysfs="/sys"):
+    """The GPU's link from sysfs, its maximum generation capped by the upstream port's maximum."""
+    devdir = os.path.join(sysfs, "bus", "pci", "devices", bus)
+    link = dict(read_link(devdir), source="sysfs")
+    up = read_link(os.path.dirname(os.path.realpath(devdir)))
+    if up.get("gen_max") and link.get("gen_max"):
+        link["gen_device_max"] = link["gen_max"]
+        link["gen_max"] = min(link["gen_max"], up["gen_max"])
+    return link
+
+
+def plan(opts):
+    """Check mode: the same document shape as measure(), every part a skip saying what would happen."""
+    would = "check mode: would measure"
+    doc = {"check_mode": True, "gpu": None, "health": None, "dcgm": None, "storage": {}, "memory": None}
+    if not opts["gpu"]:
+        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": []}
+    elif _libcuda_present():
+        doc["gpu"] = {"status": "skip", "reason": "%s copy bandwidth with %d MiB x %d copies per direction"
+                      % (would, opts["gpu_bytes"] >> 20, opts["gpu_iterations"]), "devices": []}
+    else:
+        doc["gpu"] = {"status": "skip", "reason": "libcuda.so.1 not found: no NVIDIA driver on this node", "devices": []}
+    smi = find_tool("nvidia-smi") if opts["health"] else None
+    doc["health"] = {"status": "skip", "gpus": [],
+                     "reason": ("disabled (acceptance_gpu_health: false)" if not opts["health"] else
+                                "%s GPU health with nvidia-smi -q -x" % would if smi else
+                                "nvidia-smi is not installed (no NVIDIA driver on this node)")}
+    dcgmi = find_tool("dcgmi") if opts["dcgm"] else None
+    doc["dcgm"] = {"status": "skip", "tests": [],
+                   "reason": ("disabled (acceptance_dcgm: false)" if not opts["dcgm"] else
+                              "check mode: would run dcgmi diag -r %d" % opts["dcgm_level"] if dcgmi else
+                              "dcgmi is not installed (DCGM diagnostics not run)")}
+    fio = find_tool("fio")
+    for tier in TIERS:
+        path = opts["%s_path" % tier]
+        why = acceptance_fio.check_target(path, opts["fio_size_mb"], opts["require_mount"])
+        if not why and not fio:
+            why = "fio is not installed on this node (install the fio package to measure storage)"
+        doc["storage"][tier] = {"path": path, "status": "skip", "reason": why or (
+            "%s %s with fio (%d MiB scratch file, %d s per phase, removed afterwards)"
+            % (would, path, opts["fio_size_mb"], opts["fio_runtime_s"]))}
+    if not opts["memory"]:
+        doc["memory"] = {"status": "skip", "reason": "disabled (acceptance_memory: false)", "nodes": []}
+    else:
+        doc["memory"] = {"status": "skip", "nodes": [],
+                         "reason": "%s copy bandwidth on NUMA nodes %s" % (would, sorted(acceptance_memory.node_cores()) or "-")}
+    return doc
+
+
+def measure(opts, run=run_command):
+    """The acceptance pass (see the module documentation for ``opts``)."""
+    doc = {"check_mode": False}
+    if opts["health"]:
+        doc["health"] = acceptance_health.gpu_health(find_tool("nvidia-smi"), run)
+    else:
+        doc["health"] = {"status": "skip", "reason": "disabled (acceptance_gpu_health: false)", "gpus": []}
+    if opts["gpu"]:
+        doc["gpu"] = acceptance_gpu.measure(opts["gpu_bytes"], opts["gpu_iterations"], True, opts["p2p"],
+                                            opts["p2p_bytes"], opts["p2p_iterations"])
+    else:
+        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": []}
+    # PCIe capability per GPU: nvidia-smi's max_link_gen is the lower of the GPU's and the slot's
+    # maximum; sysfs (device max only) where nvidia-smi is absent.
+    links = {g["pci_bus_id"]: g["pcie"] for g in doc["health"].get("gpus") or []}
+    for dev in doc["gpu"].get("devices") or []:
+        bus = dev.get("pci_bus_id")
+        if bus in links:
+            dev["link"] = dict(links[bus], source="nvidia-smi")
+        elif bus:
+            dev["link"] = sysfs_link(bus)
+    if opts["dcgm"]:
+        doc["dcgm"] = acceptance_health.dcgm_diag(find_tool("dcgmi"), run, opts["dcgm_level"])
+    else:
+        doc["dcgm"] = {"status": "skip", "reason": "disabled (acceptance_dcgm: false)", "tests": []}
+    fio = find_tool("fio")
+    doc["storage"] = {}
+    for tier in TIERS:
+        doc["storage"][tier] = acceptance_fio.measure_path(
+            opts["%s_path" % tier], fio, run, opts["fio_size_mb"], opts["fio_runtime_s"], opts["fio_block_kb"],
+            opts["fio_iodepth"], opts["fio_jobs"], opts["require_mount"])
+    if opts["memory"]:
+        doc["memory"] = acceptance_memory.measure(opts["memory_bytes"], opts["memory_iterations"])
+    else:
+        doc["memory"] = {"status": "skip", "reason": "disabled (acceptance_memory: false)", "nodes": []}
+    gpus = len(doc["gpu"].get("devices") or []) or len(doc["health"].get("gpus") or [])
+    doc["gpu_count"] = gpus
+    return doc

@@ -1,0 +1,366 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ECC collector: host EDAC + GPU ECC -> Prometheus textfile metrics, and the ECC assessment.
+
+Pure Python, standard library only. The same file runs in two places:
+
+- on the controller as a module_util (``render_metrics`` is what the unit tests drive against
+  captured trees and nvidia-smi output); the ECC policy, ``assess_ecc``, lives in ``ecc_policy``,
+  shared with the rule engine;
+- on the node, where roles/ecc_monitor copies it with ``ecc_policy.py``, ``edac.py``, ``cpulist.py`` and
+  ``parsers/`` under ``/usr/local/lib/dlrack`` (same ``ansible_collections.dlrack.node...``
+  import paths, no Ansible needed) and ``dlrack-ecc-collector`` calls :func:`main`.
+
+Unknown is never zero: a counter that cannot be read produces no sample, and
+``dlrack_edac_supported 0`` / ``dlrack_edac_status{status="unknown"} 1`` say that nothing is
+watching the memory, which is not the same as "no errors".
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import (  # noqa: F401  (re-exported)  # pylint: disable=unused-import
+    DEFAULT_BUDGET_24H, RULE, assess_ecc, is_count as _is_count, status_from_findings)
+from ansible_collections.dlrack.node.plugins.module_utils.ecc.edac import (
+    detect_host, read_edac_sysfs)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_uptime, write_atomic
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.nvidia_smi import parse_xml
+
+DEFAULT_TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+DEFAULT_TEXTFILE_NAME = "dlrack_ecc.prom"
+STATUSES = ("ok", "warning", "error", "unknown")
+
+
+# --------------------------------------------------------------------------------------------
+# Prometheus text format
+# --------------------------------------------------------------------------------------------
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _fmt(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value))
+
+
+class _Metrics:
+    """Collects samples per family, renders HELP/TYPE once per family, keeps order."""
+
+    def __init__(self):
+        self.families = []
+        self.index = {}
+
+    def declare(self, name, kind, helptext):
+        if name not in self.index:
+            self.index[name] = (kind, helptext, [])
+            self.families.append(name)
+
+    def add(self, name, value, labels=None):
+        if value is None or name not in self.index:
+            return
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, (int, float)):
+            return
+        self.index[name][2].append((labels or {}, value))
+
+    def render(self):
+        lines = []
+        for name in self.families:
+            kind, helptext, samples = self.index[name]
+            if not samples:
+                continue
+            lines.append("# HELP %s %s" % (name, helptext.replace("\\", "\\\\").replace("\n", " ")))
+            lines.append("# TYPE %s %s" % (name, kind))
+            for labels, value in samples:
+                if labels:
+                    body = ",".join('%s="%s"' % (k, _escape(v if v is not None else ""))
+                                    for k, v in labels.items())
+                    lines.append("%s{%s} %s" % (name, body, _fmt(value)))
+                else:
+                    lines.append("%s %s" % (name, _fmt(value)))
+        return "\n".join(lines) + "\n"
+
+
+_FAMILIES = (
+    ("dlrack_edac_supported", "gauge",
+     "1 when an EDAC memory controller is registered (errors are counted), 0 when not: then the "
+     "memory error state is unknown, not healthy."),
+    ("dlrack_edac_info", "gauge",
+     "EDAC driver in use and the driver expected for this platform (empty when none applies)."),
+    ("dlrack_edac_status", "gauge",
+     "Assessment of the EDAC counters (memory.ecc_errors): 1 for the current status."),
+    ("dlrack_edac_corrected_budget_24h", "gauge",
+     "Corrected memory errors allowed per 24 h before the status is warning."),
+    ("dlrack_edac_memory_controllers", "gauge", "EDAC memory controllers registered."),
+    ("dlrack_edac_memory_controller_size_bytes", "gauge", "Memory behind an EDAC memory controller."),
+    ("dlrack_edac_corrected_errors_total", "counter",
+     "Corrected memory errors per EDAC memory controller (mc ce_count)."),
+    ("dlrack_edac_uncorrected_errors_total", "counter",
+     "Uncorrected memory errors per EDAC memory controller (mc ue_count)."),
+    ("dlrack_edac_noinfo_corrected_errors_total", "counter",
+     "Corrected memory errors the controller could not attribute to a DIMM (ce_noinfo_count)."),
+    ("dlrack_edac_noinfo_uncorrected_errors_total", "counter",
+     "Uncorrected memory errors the controller could not attribute to a DIMM (ue_noinfo_count)."),
+    ("dlrack_edac_dimm_corrected_errors_total", "counter",
+     "Corrected memory errors per DIMM/rank (dimm_ce_count)."),
+    ("dlrack_edac_dimm_uncorrected_errors_total", "counter",
+     "Uncorrected memory errors per DIMM/rank (dimm_ue_count)."),
+    ("dlrack_edac_dimm_size_bytes", "gauge", "Size of a DIMM/rank as EDAC reports it."),
+    ("dlrack_edac_csrow_corrected_errors_total", "counter",
+     "Corrected memory errors per chip-select row (csrow ce_count)."),
+    ("dlrack_edac_csrow_uncorrected_errors_total", "counter",
+     "Uncorrected memory errors per chip-select row (csrow ue_count)."),
+    ("dlrack_edac_csrow_channel_corrected_errors_total", "counter",
+     "Corrected memory errors per csrow channel (chN_ce_count)."),
+    ("dlrack_gpu_ecc_collector_up", "gauge",
+     "1 when nvidia-smi ran and its XML parsed, 0 when it failed; absent without nvidia-smi."),
+    ("dlrack_gpu_ecc_supported", "gauge",
+     "1 when the GPU reports an ECC mode (Enabled or Disabled), 0 when it has none (N/A)."),
+    ("dlrack_gpu_ecc_enabled", "gauge", "1 when GPU ECC is currently enabled."),
+    ("dlrack_gpu_ecc_pending_enabled", "gauge", "1 when GPU ECC is enabled after the next reset."),
+    ("dlrack_gpu_ecc_corrected_errors_total", "counter",
+     "Corrected GPU memory errors; scope volatile (since driver load) or aggregate (lifetime)."),
+    ("dlrack_gpu_ecc_uncorrected_errors_total", "counter",
+     "Uncorrected GPU memory errors; scope volatile (since driver load) or aggregate (lifetime)."),
+    ("dlrack_gpu_retired_pages", "gauge", "GPU memory pages retired, by cause."),
+    ("dlrack_gpu_retired_pages_pending", "gauge",
+     "1 when page retirement is pending a GPU reset."),
+    ("dlrack_gpu_remapped_rows", "gauge", "GPU memory rows remapped, by cause."),
+    ("dlrack_gpu_remapped_rows_pending", "gauge", "1 when row remapping is pending a GPU reset."),
+    ("dlrack_gpu_remapped_rows_failed", "gauge",
+     "1 when row remapping failed (the GPU needs service)."),
+    ("dlrack_ecc_collector_last_run_timestamp_seconds", "gauge",
+     "Unix time the ECC collector last wrote this file."),
+    ("dlrack_ecc_collector_duration_seconds", "gauge", "Time the ECC collector took."),
+)
+
+
+def _new_metrics():
+    metrics = _Metrics()
+    for name, kind, helptext in _FAMILIES:
+        metrics.declare(name, kind, helptext)
+    return metrics
+
+
+def _mb_to_bytes(mb):
+    return mb * 1024 * 1024 if _is_count(mb) else None
+
+
+def add_edac_metrics(metrics, edac, detection=None, findings=None, budget_24h=DEFAULT_BUDGET_24H):
+    """Host EDAC samples (``edac`` is a read_edac_sysfs() result or None)."""
+    metrics.add("dlrack_edac_supported", 1 if edac else 0)
+    detection = detection or {}
+    metrics.add("dlrack_edac_info", 1, {
+        "driver": (edac or {}).get("driver") or "",
+        "expected_driver": detection.get("driver") or "",
+    })
+    status = status_from_findings(findings) if findings is not None else (
+        "unknown" if not edac else "ok")
+    for name in STATUSES:
+        metrics.add("dlrack_edac_status", 1 if name == status else 0, {"status": name})
+    try:
+        metrics.add("dlrack_edac_corrected_budget_24h", float(budget_24h))
+    except (TypeError, ValueError):
+        pass
+    if not edac:
+        return
+    metrics.add("dlrack_edac_memory_controllers", edac.get("controllers"))
+    for mc in edac.get("mcs") or []:
+        ctl = {"controller": mc.get("name")}
+        metrics.add("dlrack_edac_memory_controller_size_bytes", _mb_to_bytes(mc.get("size_mb")),
+                    dict(ctl, mc_name=mc.get("mc_name") or ""))
+        metrics.add("dlrack_edac_corrected_errors_total", mc.get("ce_count"), ctl)
+        metrics.add("dlrack_edac_uncorrected_errors_total", mc.get("ue_count"), ctl)
+        metrics.add("dlrack_edac_noinfo_corrected_errors_total", mc.get("ce_noinfo_count"), ctl)
+        metrics.add("dlrack_edac_noinfo_uncorrected_errors_total", mc.get("ue_noinfo_count"), ctl)
+        for dimm in mc.get("dimms") or []:
+            labels = {"controller": mc.get("name"), "dimm": dimm.get("name"),
+                      "label": dimm.get("label") or "", "location": dimm.get("location") or ""}
+            metrics.add("dlrack_edac_dimm_corrected_errors_total", dimm.get("ce_count"), labels)
+            metrics.add("dlrack_edac_dimm_uncorrected_errors_total", dimm.get("ue_count"), labels)
+            metrics.add("dlrack_edac_dimm_size_bytes", _mb_to_bytes(dimm.get("size_mb")), labels)
+        for row in mc.get("csrows") or []:
+            labels = {"controller": mc.get("name"), "csrow": row.get("name")}
+            metrics.add("dlrack_edac_csrow_corrected_errors_total", row.get("ce_count"), labels)
+            metrics.add("dlrack_edac_csrow_uncorrected_errors_total", row.get("ue_count"), labels)
+            for ch in row.get("channels") or []:
+                metrics.add("dlrack_edac_csrow_channel_corrected_errors_total", ch.get("ce_count"),
+                            dict(labels, channel=ch.get("name"), label=ch.get("label") or ""))
+
+
+def add_gpu_metrics(metrics, gpus, up=None):
+    """GPU ECC samples from the per-GPU dicts of parsers.nvidia_smi.parse_xml."""
+    if up is not None:
+        metrics.add("dlrack_gpu_ecc_collector_up", 1 if up else 0)
+    for gpu in gpus or []:
+        if not isinstance(gpu, dict):
+            continue
+        ids = {"gpu": str(gpu.get("index")), "uuid": gpu.get("uuid") or ""}
+        mode = gpu.get("ecc_mode") or {}
+        current = mode.get("current")
+        metrics.add("dlrack_gpu_ecc_supported", 0 if current is None else 1, ids)
+        if current is not None:
+            metrics.add("dlrack_gpu_ecc_enabled", 1 if current else 0, ids)
+        if mode.get("pending") is not None:
+            metrics.add("dlrack_gpu_ecc_pending_enabled", 1 if mode.get("pending") else 0, ids)
+        errors = gpu.get("ecc_errors") or {}
+        for scope in ("volatile", "aggregate"):
+            labels = dict(ids, scope=scope)
+            corrected = errors.get(scope + "_corrected")
+            uncorrected = errors.get(scope + "_uncorrected")
+            metrics.add("dlrack_gpu_ecc_corrected_errors_total",
+                        corrected if _is_count(corrected) else None, labels)
+            metrics.add("dlrack_gpu_ecc_uncorrected_errors_total",
+                        uncorrected if _is_count(uncorrected) else None, labels)
+        pages = gpu.get("retired_pages") or {}
+        for cause in ("single_bit", "double_bit"):
+            value = pages.get(cause)
+            metrics.add("dlrack_gpu_retired_pages", value if _is_count(value) else None,
+                        dict(ids, cause=cause))
+        if pages.get("pending") is not None:
+            metrics.add("dlrack_gpu_retired_pages_pending", 1 if pages["pending"] else 0, ids)
+        rows = gpu.get("remapped_rows") or {}
+        for cause in ("correctable", "uncorrectable"):
+            value = rows.get(cause)
+            metrics.add("dlrack_gpu_remapped_rows", value if _is_count(value) else None,
+                        dict(ids, cause=cause))
+        if rows.get("pending") is not None:
+            metrics.add("dlrack_gpu_remapped_rows_pending", 1 if rows["pending"] else 0, ids)
+        if rows.get("failure") is not None:
+            metrics.add("dlrack_gpu_remapped_rows_failed", 1 if rows["failure"] else 0, ids)
+
+
+def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=None,
+                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None):
+    """The whole textfile as a string (pure: no file or process access)."""
+    metrics = _new_metrics()
+    findings = assess_ecc(edac, uptime_s=uptime_s, budget_24h=budget_24h)
+    add_edac_metrics(metrics, edac, detection=detection, findings=findings, budget_24h=budget_24h)
+    add_gpu_metrics(metrics, gpus, up=gpu_up)
+    metrics.add("dlrack_ecc_collector_last_run_timestamp_seconds",
+                float(now if now is not None else time.time()))
+    if duration_s is not None:
+        metrics.add("dlrack_ecc_collector_duration_seconds", float(duration_s))
+    return metrics.render()
+
+
+# --------------------------------------------------------------------------------------------
+# node side: gather, write atomically
+# --------------------------------------------------------------------------------------------
+
+def gpus_from_nvidia_smi(command=None, xml_text=None, timeout=60):
+    """(gpus, up): run ``nvidia-smi -q -x`` (or parse ``xml_text``). (None, None) without it."""
+    if xml_text is None:
+        if not command:
+            return None, None
+        try:
+            proc = subprocess.run([command, "-q", "-x"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return [], False
+        if proc.returncode != 0:
+            return [], False
+        xml_text = proc.stdout.decode("utf-8", "replace")
+    try:
+        return parse_xml(xml_text)["gpus"], True
+    except (ParseError, ValueError, KeyError, TypeError):
+        return [], False
+
+
+def find_nvidia_smi(path=None):
+    if path:
+        return path if os.access(path, os.X_OK) else None
+    for directory in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep) + ["/usr/bin"]:
+        candidate = os.path.join(directory, "nvidia-smi")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_BUDGET_24H,
+            virtualization=None, now=None):
+    """Gather everything from ``root`` (a live or captured tree) and render the textfile."""
+    started = time.time()
+    edac = read_edac_sysfs(root)
+    detection = detect_host(root, virtualization=virtualization)
+    xml_text = None
+    if nvidia_smi_xml:
+        with open(nvidia_smi_xml) as handle:
+            xml_text = handle.read()
+    gpus, up = gpus_from_nvidia_smi(command=nvidia_smi, xml_text=xml_text)
+    return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
+                          uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
+                          duration_s=time.time() - started)
+
+
+USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name FILE]
+                            [--budget-24h N] [--nvidia-smi PATH|none] [--nvidia-smi-xml FILE]
+                            [--virtualization TYPE] [--stdout] [--assess]
+Writes dlrack_* ECC metrics atomically to <textfile-dir>/<name> (default %s/%s).
+--assess prints the memory.ecc_errors findings as JSON instead.""" % (DEFAULT_TEXTFILE_DIR,
+                                                                      DEFAULT_TEXTFILE_NAME)
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    opts = {"root": "/", "textfile-dir": DEFAULT_TEXTFILE_DIR, "name": DEFAULT_TEXTFILE_NAME,
+            "budget-24h": str(DEFAULT_BUDGET_24H), "nvidia-smi": None, "nvidia-smi-xml": None,
+            "virtualization": None}
+    flags = set()
+    while args:
+        arg = args.pop(0)
+        if arg in ("-h", "--help"):
+            sys.stdout.write(USAGE + "\n")
+            return 0
+        if arg in ("--stdout", "--assess"):
+            flags.add(arg[2:])
+            continue
+        key = arg[2:] if arg.startswith("--") else None
+        if key not in opts or not args:
+            sys.stderr.write("dlrack-ecc-collector: bad argument %r\n%s\n" % (arg, USAGE))
+            return 2
+        opts[key] = args.pop(0)
+    try:
+        budget = float(opts["budget-24h"])
+    except ValueError:
+        sys.stderr.write("dlrack-ecc-collector: --budget-24h must be a number, got %r\n"
+                         % opts["budget-24h"])
+        return 2
+    if "assess" in flags:
+        findings = assess_ecc(read_edac_sysfs(opts["root"]), uptime_s=read_uptime(opts["root"]),
+                              budget_24h=budget)
+        sys.stdout.write(json.dumps(findings, indent=2, sort_keys=True) + "\n")
+        return 0
+    smi = None if opts["nvidia-smi"] == "none" else find_nvidia_smi(opts["nvidia-smi"])
+    text = collect(root=opts["root"], nvidia_smi=smi, nvidia_smi_xml=opts["nvidia-smi-xml"],
+                   budget_24h=budget, virtualization=opts["virtualization"])
+    if "stdout" in flags:
+        sys.stdout.write(text)
+        return 0
+    directory = opts["textfile-dir"]
+    try:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        write_atomic(os.path.join(directory, opts["name"]), text)
+    except (IOError, OSError) as exc:
+        sys.stderr.write("dlrack-ecc-collector: cannot write %s: %s\n"
+                         % (os.path.join(directory, opts["name"]), exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())  # a command-line entry point, not a module: no exit_json here

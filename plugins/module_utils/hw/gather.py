@@ -1,0 +1,578 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Gather a ``dlrack_hw`` document (DESIGN.md, "The one contract") from a live host.
+
+One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
+(when it exists), ``nvidia-smi nvlink -s`` (only when the XML lists two or more GPUs, not all in
+MIG mode: ``wants_nvlink_status``), ``dmidecode -t memory`` (as root, when it exists) and
+``blkid -p`` per disk and partition (as root). Commands go through an injected
+``run_command(argv) -> (rc, out, err)`` so the module can pass ``AnsibleModule.run_command`` and
+tests can pass real captured outputs.
+
+Nothing here fails for a missing GPU, driver, dmidecode or EDAC, for running unprivileged or for
+garbage in the tree: the field is ``None`` (or the list empty) and, when something was tried and
+failed, a line is added to ``errors``: a tool's exit status, a file that exists but cannot be
+read (permission denied), a garbled cpulist or /proc/cpuinfo number, a cpulist naming CPU ids
+above ``MAX_CPU_ID`` (refused before it is expanded). One odd GPU never drops the others.
+Unknown values are ``None``, never guessed.
+
+Keys beyond the contract (all optional for consumers): ``cpu.{cores_per_socket,
+threads_per_core, vendor_id, family, model_id, stepping}``, ``memory.{installed_mb, dimm_count,
+dimms}``, ``gpus[].{driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
+ecc_errors, retired_pages, remapped_rows}``, ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
+``disks[].{path, rotational, removable, read_only, role, wwid, wwn, by_id_all, probe}`` (see
+blockdev.py), ``host``, ``uptime_s``, ``errors``.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import shutil
+import subprocess
+
+from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
+    MAX_CPUS,
+    format_cpulist, parse_cpulist)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import (
+    READ_LIMIT, container_marker, listdir, natural_key, parse_cpuinfo, read_int, read_text,
+    read_uptime, readlink_base, under)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
+    ParseError, normalize_pci_bus_id)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import sysfs_pci
+
+try:
+    from ansible_collections.dlrack.node.plugins.module_utils.ecc.edac import read_edac_sysfs
+except ImportError:  # pragma: no cover - edac.py ships with the collection
+    read_edac_sysfs = None
+
+SCHEMA_VERSION = 1
+SUBSETS = ("cpu", "memory", "gpus", "disks", "edac", "host")
+NVIDIA_VENDOR = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")
+TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+# --------------------------------------------------------------------------------------------
+# small safe readers (never raise): the collection's one copy lives in hostfs
+
+_p = under
+_listdir = listdir
+_natural = natural_key
+_readlink_base = readlink_base
+
+
+def _read(path, limit=READ_LIMIT, errors=None):
+    return read_text(path, limit=limit, errors=errors)
+
+
+def _read_int(path, errors=None):
+    return read_int(path, errors=errors)
+
+
+# Kernels are built with at most 8192 CPUs (x86_64 MAXSMP, ppc64); a cpulist naming an id
+# above this bound is garbage (seen: local_cpulist "0-4294967295"), and expanding it would
+# take gigabytes. It is refused before parsing.
+MAX_CPU_ID = MAX_CPUS - 1   # the one bound, in cpulist
+_NUMBER = re.compile(r"[0-9]+")
+_NOT_CPULIST = re.compile(r"[^0-9,:\s-]")
+
+
+def _cpulist(text, what=None, errors=None):
+    """Normalised cpulist string, or None when unreadable, garbled or out of bounds (then a
+    line naming ``what`` goes to ``errors``)."""
+    if text is None:
+        return None
+    bad = None
+    odd = _NOT_CPULIST.search(text)
+    if odd:
+        bad = "character %r is not part of a cpulist" % odd.group(0)
+    for num in ([] if bad else _NUMBER.findall(text)):
+        if len(num) > 5 or int(num) > MAX_CPU_ID:
+            shown = num[:12] + ("..." if len(num) > 12 else "")
+            bad = "names CPU id %s, above the bound %d" % (shown, MAX_CPU_ID)
+            break
+    if bad is None:
+        try:
+            return format_cpulist(parse_cpulist(text))
+        except ValueError as exc:  # CpuListError, or int() of a non-ASCII digit
+            bad = str(exc)
+    if errors is not None and what:
+        errors.append("%s: %r is not a usable cpulist (%s)" % (what, text[:60], bad))
+    return None
+
+
+def default_run_command(argv):
+    """subprocess-based runner: (rc, stdout, stderr) as text, LC_ALL=C, never raises."""
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 127, "", str(exc)
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"))
+
+
+def find_tool(name, root="/"):
+    """Path of ``name``: PATH plus the sbin dirs on a live root; under a test root, the tool
+    exists when ``<root>/usr/bin/<name>`` (or another usual dir) exists."""
+    if root in ("/", "", None):
+        path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(TOOL_DIRS)
+        return shutil.which(name, path=path)
+    for d in TOOL_DIRS:
+        cand = _p(root, os.path.join(d, name))
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# cpu
+
+_VENDORS = {"authenticamd": "amd", "hygongenuine": "amd", "genuineintel": "intel"}
+
+
+def _vendor(info):
+    v = (info.get("vendor_id") or "").lower()
+    if v in _VENDORS:
+        return _VENDORS[v]
+    if info.get("implementer") or "arm" in v:
+        return "arm"
+    if info.get("model") or v:
+        return "other"
+    return None
+
+
+class _Reader(object):
+    """Reads under ``root``; unreadable (not missing) files become lines in ``errors``."""
+
+    def __init__(self, root, errors):
+        self.root, self.errors = root, errors
+
+    def path(self, live_path):
+        return under(self.root, live_path)
+
+    def text(self, path, limit=READ_LIMIT):
+        return read_text(path, limit=limit, errors=self.errors, root=self.root)
+
+    def int(self, path):
+        return read_int(path, errors=self.errors, root=self.root)
+
+    def listdir(self, path):
+        return listdir(path, errors=self.errors, root=self.root)
+
+    def cpulist(self, path, what):
+        return _cpulist(self.text(path, limit=65536), what, self.errors)
+
+
+def _gather_cpu(rd, cpuinfo):
+    cpu = {"model": cpuinfo["model"], "vendor": _vendor(cpuinfo), "sockets": None, "cores": None,
+           "threads": None, "pcie_lanes": None, "numa_nodes": None, "core_cpus": None,
+           "cores_per_socket": None, "threads_per_core": None, "vendor_id": cpuinfo["vendor_id"],
+           "family": cpuinfo["family"], "model_id": cpuinfo["model_id"],
+           "stepping": cpuinfo["stepping"]}
+    base = rd.path("/sys/devices/system/cpu")
+    packages, siblings, threads = set(), {}, 0
+    for name in rd.listdir(base):
+        if not re.match(r"^cpu\d+$", name):
+            continue
+        topo = os.path.join(base, name, "topology")
+        if not os.path.isdir(topo):
+            continue  # offline CPU
+        threads += 1
+        pkg = rd.int(os.path.join(topo, "physical_package_id"))
+        if pkg is not None:
+            packages.add(pkg)
+        sib_path = os.path.join(topo, "thread_siblings_list")
+        if not os.path.exists(sib_path):
+            sib_path = os.path.join(topo, "core_cpus_list")
+        sib = rd.cpulist(sib_path, "%s thread_siblings_list" % name)
+        if not sib:
+            sib = name[3:]  # no sibling info: count the thread as its own core
+        siblings.setdefault(sib, True)
+    if threads:
+        cpu["threads"] = threads
+        cpu["sockets"] = len(packages) or None
+        cores = sorted(siblings, key=lambda s: parse_cpulist(s)[0])
+        cpu["cores"] = len(cores)
+        cpu["core_cpus"] = cores
+        if cpu["sockets"] and cpu["cores"] % cpu["sockets"] == 0:
+            cpu["cores_per_socket"] = cpu["cores"] // cpu["sockets"]
+        if threads % cpu["cores"] == 0:
+            cpu["threads_per_core"] = threads // cpu["cores"]
+    nbase = rd.path("/sys/devices/system/node")
+    if os.path.isdir(nbase):
+        nodes = []
+        for name in sorted(rd.listdir(nbase), key=natural_key):
+            m = re.match(r"^node(\d+)$", name)
+            if not m:
+                continue
+            cpus = rd.cpulist(os.path.join(nbase, name, "cpulist"), "NUMA %s cpulist" % name)
+            # '' = CPU-less node; None = unreadable or garbled (listed in errors)
+            mem = None
+            meminfo = rd.text(os.path.join(nbase, name, "meminfo"))
+            mm = re.search(r"MemTotal:\s+(\d{1,18})\s*kB", meminfo or "")
+            if mm:
+                mem = int(mm.group(1)) // 1024
+            nodes.append({"id": int(m.group(1)), "cpus": cpus, "memory_mb": mem})
+        cpu["numa_nodes"] = nodes
+    return cpu
+
+
+# --------------------------------------------------------------------------------------------
+# memory
+
+def _gather_memory(root, want_memory, want_edac, run, dmidecode_path, errors):
+    mem = {"total_mb": None, "ecc": "unknown" if want_memory else None, "edac": None}
+    if want_memory:
+        meminfo = read_text(under(root, "/proc/meminfo"), errors=errors, root=root)
+        mm = re.search(r"^MemTotal:\s+([0-9]{1,18})\s*kB", meminfo or "", re.M)
+        if mm:
+            mem["total_mb"] = int(mm.group(1)) // 1024
+        if dmidecode_path:
+            rc, out, err = run([dmidecode_path, "-t", "memory"])
+            if rc != 0:
+                errors.append("dmidecode -t memory failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+            else:
+                try:
+                    parsed = dmi_parser.parse_dmidecode(out)
+                except ParseError as exc:
+                    errors.append(str(exc))
+                else:
+                    mem["ecc"] = parsed["ecc"]
+                    dimms = dmi_parser.installed_dimms(parsed)
+                    mem["dimm_count"] = len(dimms)
+                    mem["installed_mb"] = sum(d["size_mb"] for d in dimms) or None
+                    mem["dimms"] = [dict((k, d.get(k)) for k in (
+                        "locator", "size_mb", "type", "speed", "manufacturer", "part_number",
+                        "total_width", "data_width", "ecc_width")) for d in dimms]
+    if want_edac and read_edac_sysfs is not None:
+        try:
+            full = read_edac_sysfs(root)
+        except Exception as exc:  # the EDAC reader promises not to raise; be safe anyway
+            errors.append("EDAC sysfs: %s" % exc)
+            full = None
+        if full:
+            mem["edac"] = dict((k, full.get(k)) for k in ("driver", "controllers", "corrected",
+                                                          "uncorrected"))
+    return mem
+
+
+# --------------------------------------------------------------------------------------------
+# gpus
+
+def _blank_gpu(bus):
+    return {"index": None, "uuid": None, "model": None, "memory_mb": None, "pci_bus_id": bus,
+            "numa_node": None, "local_cpus": None,
+            "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
+                     "gen_host_max": None, "speed": None, "speed_max": None},
+            "ecc_enabled": None, "nvlink_active": None, "driver": None,
+            "vendor_id": NVIDIA_VENDOR, "device_id": None}
+
+
+def _sysfs_gpu(rd, d, bus):
+    g = _blank_gpu(bus)
+    link = sysfs_pci.read_link(d, errors=rd.errors, root=rd.root)
+    g["pcie"].update({"width": link["width"], "width_max": link["width_max"], "gen": link["gen"],
+                      "gen_max": link["gen_max"], "speed": link["speed_gts"],
+                      "speed_max": link["speed_max_gts"]})
+    g["numa_node"] = rd.int(os.path.join(d, "numa_node"))
+    g["local_cpus"] = rd.cpulist(os.path.join(d, "local_cpulist"), "GPU %s local_cpulist" % bus)
+    g["driver"] = readlink_base(os.path.join(d, "driver"))
+    g["device_id"] = (rd.text(os.path.join(d, "device")) or "").lower() or None
+    return g
+
+
+def _sysfs_gpus(rd):
+    """NVIDIA display/3D controllers on the PCI bus. A device whose vendor or class cannot be
+    read is named in ``errors`` (it may be a GPU); one odd device never drops the others."""
+    base = rd.path("/sys/bus/pci/devices")
+    gpus = []
+    for name in rd.listdir(base):
+        d = os.path.join(base, name)
+        before = len(rd.errors)
+        vendor = (rd.text(os.path.join(d, "vendor")) or "").lower()
+        cls = (rd.text(os.path.join(d, "class")) or "").lower()
+        if len(rd.errors) > before:
+            rd.errors.append("PCI device %s: vendor/class unreadable, so a GPU there cannot be "
+                             "recognised; run hw_facts with become: true" % name)
+            continue
+        if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
+            continue
+        try:
+            bus = normalize_pci_bus_id(name)
+        except ParseError:
+            continue
+        try:
+            gpus.append(_sysfs_gpu(rd, d, bus))
+        except Exception as exc:  # one odd GPU directory keeps its place, with nulls
+            rd.errors.append("GPU %s: unexpected %s reading sysfs: %s" % (bus, type(exc).__name__, exc))
+            gpus.append(_blank_gpu(bus))
+    gpus.sort(key=lambda g: g["pci_bus_id"])
+    return gpus
+
+
+PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+
+
+def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
+    """Names of ``device_ids`` ("0x2330") from the node's pci.ids (pciutils' database), reading
+    only the vendor's block. Returns {device_id: "GH100[H100 SXM5 80GB]"}; {} without pci.ids."""
+    want = set((d or "").lower().replace("0x", "") for d in device_ids if d)
+    if not want:
+        return {}
+    ven = vendor.lower().replace("0x", "")
+    for rel in PCI_IDS_PATHS:
+        path = _p(root, rel)
+        try:
+            fh = open(path, "rb")
+        except (IOError, OSError):
+            continue
+        names = {}
+        with fh:
+            inside = False
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                if not line.startswith("\t"):
+                    if inside:
+                        break
+                    inside = line[:4].lower() == ven
+                    continue
+                if inside and not line.startswith("\t\t"):
+                    dev, dummy, name = line[1:].partition(" ")
+                    if dev.lower() in want:
+                        names["0x" + dev.lower()] = name.strip()
+        return names
+    return {}
+
+
+def _merge_smi(g, s):
+    """Fill a sysfs GPU entry from one parse_xml() GPU."""
+    g["uuid"] = s["uuid"]
+    g["model"] = s["product_name"]
+    g["memory_mb"] = s["memory_total_mib"]
+    g["ecc_enabled"] = s["ecc_mode"]["current"]
+    g["serial"] = s["serial"]
+    g["mig_mode"] = s["mig_mode"]["current"]
+    g["virtualization_mode"] = s["virtualization_mode"]
+    sp = s["pcie"]
+    for key in ("width", "width_max", "gen", "gen_max"):
+        if g["pcie"][key] is None:
+            g["pcie"][key] = sp[key]
+    g["pcie"]["gen_host_max"] = sp["gen_host_max"]
+    ee = s.get("ecc_errors")
+    g["ecc_errors"] = dict((k, ee.get(k)) for k in (
+        "volatile_corrected", "volatile_uncorrected", "aggregate_corrected",
+        "aggregate_uncorrected")) if ee else None
+    g["retired_pages"] = s.get("retired_pages")
+    g["remapped_rows"] = s.get("remapped_rows")
+
+
+def wants_nvlink_status(smi_gpus):
+    """``nvidia-smi nvlink -s`` runs (once, for all GPUs) only where its answer matters: two or
+    more GPUs (NVLink joins GPUs; gpu.interconnect does not apply to one) of which at least one
+    is not in MIG mode (NVLink queries are refused in MIG mode)."""
+    return len(smi_gpus) >= 2 and any(s["mig_mode"]["current"] is not True for s in smi_gpus)
+
+
+def _apply_nvlink(gpus, run, nvidia_smi_path, errors):
+    rc, out, err = run([nvidia_smi_path, "nvlink", "-s"])
+    if rc != 0:
+        errors.append("nvidia-smi nvlink -s failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+        return
+    try:
+        status = nvsmi.parse_nvlink_status(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return
+    uuids = [st["uuid"] for st in status if st["uuid"]]
+    by_uuid = dict((st["uuid"], st) for st in status) if len(set(uuids)) == len(status) else {}
+    by_index = dict((st["index"], st) for st in status)
+    for g in gpus:
+        st = by_uuid.get(g.get("uuid")) if by_uuid else by_index.get(g.get("smi_index"))
+        if st is not None:
+            g["nvlink_active"] = st["active"]
+
+
+def _gather_gpus(rd, run, nvidia_smi_path, errors):
+    gpus = _sysfs_gpus(rd)
+    for i, g in enumerate(gpus):
+        g["index"] = i
+    # A GPU without driver/nvidia-smi still gets a name from the node's pci.ids; the controller
+    # maps it to a catalogue model (the model itself stays null: it was not reported by the GPU).
+    names = pci_ids_names(rd.root, [g["device_id"] for g in gpus])
+    for g in gpus:
+        g["pci_name"] = names.get(g["device_id"])
+    if not nvidia_smi_path:
+        return gpus
+    rc, out, err = run([nvidia_smi_path, "-q", "-x"])
+    if rc != 0:
+        errors.append("nvidia-smi -q -x failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+        return gpus
+    try:
+        smi = nvsmi.parse_xml(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return gpus
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    ordered = []
+    for s in smi["gpus"]:
+        g = by_bus.pop(s["pci_bus_id"], None) or _blank_gpu(s["pci_bus_id"])
+        _merge_smi(g, s)
+        g["smi_index"] = s["index"]
+        ordered.append(g)
+    if wants_nvlink_status(smi["gpus"]):
+        _apply_nvlink(ordered, run, nvidia_smi_path, errors)
+    # GPUs in sysfs that nvidia-smi did not list (no driver bound, fallen off the bus...)
+    out_list = ordered + sorted(by_bus.values(), key=lambda g: g["pci_bus_id"])
+    for i, g in enumerate(out_list):
+        g["index"] = i
+        g.pop("smi_index", None)
+    return out_list
+
+
+# --------------------------------------------------------------------------------------------
+# host
+
+_DMI_PLACEHOLDERS = ("to be filled by o.e.m.", "default string", "system product name",
+                     "not specified", "none", "")
+
+
+def _dmi(root, name):
+    v = _read(_p(root, "/sys/class/dmi/id/" + name))
+    if v is None or v.strip().lower() in _DMI_PLACEHOLDERS:
+        return None
+    return v.strip()
+
+
+def _virtualization(root, cpuinfo):
+    """systemd-detect-virt style answer from DMI, the cpuinfo hypervisor flag and container
+    markers: none | kvm | qemu | vmware | microsoft | xen | oracle | amazon | google |
+    docker | podman | container-other | vm-other."""
+    container = container_marker(root)
+    if container:
+        return container
+    dmi = " ".join(filter(None, [_dmi(root, "sys_vendor"), _dmi(root, "product_name"),
+                                 _dmi(root, "bios_vendor"), _dmi(root, "board_vendor")])).lower()
+    for needle, answer in (("kvm", "kvm"), ("qemu", "qemu"), ("vmware", "vmware"),
+                           ("virtualbox", "oracle"), ("innotek", "oracle"), ("xen", "xen"),
+                           ("amazon ec2", "amazon"), ("google compute", "google"),
+                           ("microsoft corporation", "microsoft"), ("bochs", "bochs"),
+                           ("parallels", "parallels")):
+        if needle in dmi:
+            if answer == "microsoft" and "virtual" not in dmi:
+                continue
+            return answer
+    if os.path.isdir(_p(root, "/proc/xen")) and not cpuinfo.get("hypervisor"):
+        caps = _read(_p(root, "/proc/xen/capabilities")) or ""
+        if "control_d" not in caps:
+            return "xen"
+    if cpuinfo.get("hypervisor"):
+        return "vm-other"
+    return "none"
+
+
+def _gather_host(root, cpuinfo):
+    uptime = read_uptime(root)
+    return {
+        "hostname": _read(_p(root, "/proc/sys/kernel/hostname")),
+        "kernel": _read(_p(root, "/proc/sys/kernel/osrelease")),
+        "virtualization": _virtualization(root, cpuinfo),
+        "product": _dmi(root, "product_name"),
+        "manufacturer": _dmi(root, "sys_vendor"),
+    }, uptime
+
+
+# --------------------------------------------------------------------------------------------
+
+def _tool(option, name, root, allowed):
+    """option: None/'auto' -> find it when allowed; False/'never' -> None; a path -> the path
+    (under root when root is not /); 'always' -> find it even when not allowed."""
+    if option in (False, "never"):
+        return None
+    if option in (None, "auto", True):
+        return find_tool(name, root) if allowed else None
+    if option == "always":
+        return find_tool(name, root) or name
+    return option
+
+
+def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="auto",
+           dmidecode="auto", blkid="auto"):
+    """Gather ``dlrack_hw`` (``source: gathered``) from ``root``.
+
+    ``subset``: iterable of cpu, memory, gpus, disks, edac, host (default: all). Sections not
+    gathered are None. ``run_command(argv) -> (rc, out, err)`` runs the few commands (default:
+    subprocess). ``is_root`` defaults to ``os.geteuid() == 0``; dmidecode and blkid run only as
+    root. ``nvidia_smi`` / ``dmidecode`` / ``blkid``: 'auto' (look in PATH / under root),
+    'never' (or False), 'always', or an explicit path.
+    """
+    root = root or "/"
+    want = set(SUBSETS if subset is None else subset)
+    unknown = want - set(SUBSETS) - set(["all"])
+    if "all" in want:
+        want = set(SUBSETS)
+    run = run_command or default_run_command
+    if is_root is None:
+        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    errors = ["unknown gather_subset entry %r (known: %s)" % (u, ", ".join(SUBSETS))
+              for u in sorted(unknown)]
+    doc = {"schema": SCHEMA_VERSION, "source": "gathered", "cpu": None, "memory": None,
+           "gpus": None, "disks": None}
+    rd = _Reader(root, errors)
+
+    def section(name, fn):
+        try:
+            return fn()
+        except Exception as exc:  # a bug or a truly odd tree must not kill the whole gather
+            errors.append("%s: unexpected %s: %s" % (name, type(exc).__name__, exc))
+            return None
+
+    cpuinfo = None
+    if want & set(["cpu", "host"]):
+        cpuinfo = section("/proc/cpuinfo", lambda: parse_cpuinfo(rd.text(rd.path("/proc/cpuinfo"))))
+    cpuinfo = cpuinfo or parse_cpuinfo(None)
+    for item in cpuinfo["garbled"]:
+        errors.append("/proc/cpuinfo: %s is not a number; left null" % item)
+    if "cpu" in want:
+        doc["cpu"] = section("cpu", lambda: _gather_cpu(rd, cpuinfo))
+    if "memory" in want or "edac" in want:
+        dmi_path = _tool(dmidecode, "dmidecode", root, is_root) if "memory" in want else None
+        doc["memory"] = section("memory", lambda: _gather_memory(
+            root, "memory" in want, "edac" in want, run, dmi_path, errors))
+    if "gpus" in want:
+        smi_path = _tool(nvidia_smi, "nvidia-smi", root, True)
+        doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, smi_path, errors))
+    if "disks" in want:
+        blkid_path = _tool(blkid, "blkid", root, is_root)
+        doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))
+    if "host" in want:
+        res = section("host", lambda: _gather_host(root, cpuinfo))
+        if res:
+            doc["host"], doc["uptime_s"] = res
+    doc["errors"] = _bounded(errors)
+    return doc
+
+
+MAX_ERRORS = 50
+
+
+def _bounded(errors):
+    """Each line once, in order, at most MAX_ERRORS of them (a tree unreadable as a whole
+    would otherwise give one line per file)."""
+    seen, out = set(), []
+    for line in errors:
+        if line not in seen:
+            seen.add(line)
+            out.append(line)
+    if len(out) > MAX_ERRORS:
+        out = out[:MAX_ERRORS] + ["... and %d more" % (len(out) - MAX_ERRORS)]
+    return out
