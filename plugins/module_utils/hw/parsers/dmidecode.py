@@ -10,13 +10,15 @@
      processors: [{socket, version, manufacturer, core_count, thread_count, populated}],
      memory_arrays: [{handle, use, ecc_raw, ecc, max_capacity, devices}],
      dimms: [{handle, array_handle, locator, bank_locator, size_mb, type, speed, manufacturer,
-              part_number, total_width, data_width, ecc_width}],
+              part_number, total_width, data_width, ecc_width, system_memory}],
      ecc: 'multi-bit' | 'single-bit' | 'none' | 'unknown'}
 
 ECC comes from the Physical Memory Arrays (type 16) whose Use is System Memory: "Multi-bit ECC"
 and "Single-bit ECC" both mean ECC, "None" means none; several arrays give the weakest. Type 7
 (cache) "Parity" entries do not count. A DIMM whose Total Width exceeds its Data Width carries
 ECC bits (``ecc_width``), which is reported per DIMM but does not override type 16.
+Installed RAM (``installed_dimms``) is the populated type 17 devices of those same System Memory
+arrays (``system_memory``): a BIOS flash chip in a "Flash Memory" array is a type 17 device too.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -155,9 +157,17 @@ def parse_dmidecode(text):
         ecc = min((a["ecc"] for a in sysarrays), key=lambda e: _RANK[e])
     else:
         ecc = "unknown"
+    # A device of a Flash, Video or Cache Memory array (a BIOS flash chip) is not RAM: only the
+    # arrays the ECC judgement uses count. A device naming no array of this output still counts.
+    known = set(a["handle"].lower() for a in arrays)
+    counted = set(a["handle"].lower() for a in sysarrays)
+    for d in dimms:
+        handle = (d["array_handle"] or "").lower()
+        d["system_memory"] = handle in counted or handle not in known
     return {"records": records, "system": system, "processors": processors,
             "memory_arrays": arrays, "dimms": dimms, "ecc": ecc}
 
 
 def installed_dimms(parsed):
-    return [d for d in parsed.get("dimms", []) if d.get("size_mb")]
+    """The populated memory devices of the System Memory arrays (what counts as installed RAM)."""
+    return [d for d in parsed.get("dimms", []) if d.get("size_mb") and d.get("system_memory", True)]

@@ -100,6 +100,15 @@ def test_gpu_without_driver_and_dmidecode_as_root():
     assert run.calls[0][1:] == ["-t", "memory"]
 
 
+def test_installed_ram_leaves_out_a_bios_flash_device():
+    """hw_facts' memory.installed_mb / dimm_count: a type 17 device of a Flash Memory array (built
+    from a real capture, tests/data/dmidecode/README.md) is not a DIMM."""
+    built = os.path.join(DATA, "dmidecode", "supermicro-as4124gs-tnr-with-bios-flash-array.txt")
+    d = gather(root=tree("esc8000g4-gpu-nodriver"), run_command=FakeRun({"dmidecode": built}), is_root=True)
+    assert d["memory"]["dimm_count"] == 16 and d["memory"]["installed_mb"] == 16 * 65536
+    assert all(m["type"] == "DDR4" for m in d["memory"]["dimms"]) and d["memory"]["ecc"] == "multi-bit"
+
+
 def test_dmidecode_not_run_without_root():
     run = FakeRun({"dmidecode": "dmidecode/linuxhw-asus-esc8000g4-8gpu-server-2s-xeon4214-single-bit-ecc.txt"})
     d = gather(root=tree("esc8000g4-gpu-nodriver"), run_command=run, is_root=False)

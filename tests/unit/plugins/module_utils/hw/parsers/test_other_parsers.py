@@ -63,6 +63,31 @@ def test_dmidecode_ecc_words():
     assert dmidecode.parse_size_mb("No Module Installed") is None
 
 
+def test_dmidecode_a_flash_array_device_is_not_ram():
+    """A BIOS flash chip (type 17 in a 'Flash Memory' array) is not installed RAM; ECC stays the
+    System Memory array's. Built from a real capture (tests/data/dmidecode/README.md)."""
+    from testpaths import DATA
+    r = dmidecode.parse_dmidecode(read(os.path.join(DATA, "dmidecode", "supermicro-as4124gs-tnr-with-bios-flash-array.txt")))
+    inst = dmidecode.installed_dimms(r)
+    assert len(inst) == 16 and sum(d["size_mb"] for d in inst) == 16 * 65536
+    assert all(d["system_memory"] for d in inst) and r["ecc"] == "multi-bit"
+    flash = [d for d in r["dimms"] if d["array_handle"] == "0x00F0"]
+    assert [(d["size_mb"], d["type"], d["system_memory"]) for d in flash] == [(16, "Flash", False)]
+    assert [a["use"] for a in r["memory_arrays"]] == ["System Memory", "Flash Memory"]
+
+
+def test_dmidecode_devices_without_a_known_array_still_count():
+    """'dmidecode -t 17' alone (no type 16) or a handle that names no array: the device counts."""
+    dev = ("Handle 0x0011, DMI type 17, 40 bytes\nMemory Device\n\tArray Handle: %s\n\tTotal Width: 72 bits\n"
+           "\tData Width: 64 bits\n\tSize: 32 GB\n\tLocator: A1\n\tType: DDR4\n\n")
+    assert [d["size_mb"] for d in dmidecode.installed_dimms(dmidecode.parse_dmidecode(dev % "0x0010"))] == [32768]
+    arr = ("Handle 0x0010, DMI type 16, 23 bytes\nPhysical Memory Array\n\tUse: Flash Memory\n"
+           "\tError Correction Type: None\n\tNumber Of Devices: 1\n\n")
+    # the only array is a flash array: like the ECC judgement, all arrays then count
+    assert len(dmidecode.installed_dimms(dmidecode.parse_dmidecode(arr + dev % "0x0010"))) == 1
+    assert len(dmidecode.installed_dimms(dmidecode.parse_dmidecode(arr + dev % "0x0099"))) == 1
+
+
 @pytest.mark.parametrize("bad", ["", "# dmidecode 3.5\nNo SMBIOS nor DMI entry point found, sorry.", "garbage\n\tKey: value"])
 def test_dmidecode_garbage(bad):
     with pytest.raises(ParseError):
