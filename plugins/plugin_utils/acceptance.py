@@ -18,7 +18,7 @@ import math
 from xml.sax.saxutils import escape
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
-    ReportWriteError, junit_case, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
+    ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
 
 VERDICTS = ("pass", "warning", "error", "skip")
 _RANK = {"skip": 0, "pass": 1, "warning": 2, "error": 3}
@@ -373,7 +373,7 @@ def build_junit(doc):
             name = m["name"] + (" [%s]" % m["target"] if m["target"] else "")
             result = {"error": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
             text = "value: %s %s\nexpected: %s" % (m["value"], m["unit"] or "", m["expected"]) if result == "failure" else None
-            cases.append(junit_case("acceptance." + host, name, result, message=m["reason"] if result != "passed" else None,
+            cases.append(junit_case(junit_classname(host, "acceptance"), name, result, message=m["reason"] if result != "passed" else None,
                                     kind="error" if result == "failure" else None, text=text,
                                     system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
         suites.append({"name": host, "cases": cases})

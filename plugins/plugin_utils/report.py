@@ -150,8 +150,23 @@ def xml_safe(value):
                         text)
 
 
+def junit_classname(host, check):
+    """The JUnit classname of one host's cases: ``HOST.CHECK`` (e.g. ``gpu-01.rack7.example.com.preflight``).
+    CI tools split a classname at its last dot into package and class (Jenkins' junit plugin:
+    CaseResult.getPackageName/getSimpleName), so the host, dots and all, is the package and the
+    check (preflight, drift, acceptance) the class: ``preflight.HOST`` made a host
+    ``gpu-01.rack7.example.com`` the class ``com``."""
+    return "%s.%s" % (host, check)
+
+
+# The <skipped> types: a CI UI (and junitparser's Skipped.type) tells a warning from a rule that
+# could not be checked without reading the message.
+SKIP_WARNING, SKIP_NOT_CHECKED = "warning", "not-checked"
+
+
 def junit_case(classname, name, result="passed", message=None, kind=None, text=None, system_out=None):
-    """One JUnit testcase as plain data for junit_xml(); ``result`` is passed, failure, error or skipped."""
+    """One JUnit testcase as plain data for junit_xml(); ``result`` is passed, failure, error or
+    skipped; ``kind`` is the type of a failure, error or skipped element."""
     if result not in ("passed", "failure", "error", "skipped"):
         raise ValueError("junit_case: result must be passed, failure, error or skipped, not %r" % (result,))
     return {"classname": classname, "name": name, "result": result, "message": message, "type": kind,
@@ -178,7 +193,7 @@ def _suite_xml(suite, properties=None):
             body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
                                                                   _xe(c.get("text")), c["result"]))
         elif c["result"] == "skipped":
-            body.append('      <skipped message=%s/>' % _qa(c.get("message")))
+            body.append('      <skipped message=%s%s/>' % (_qa(c.get("message")), " type=%s" % _qa(c["type"]) if c.get("type") else ""))
         if c.get("system_out"):
             body.append('      <system-out>%s</system-out>' % _xe(c["system_out"]))
         body.append('    </testcase>')
@@ -203,9 +218,11 @@ def junit_xml(suites, name="dlrack.node", properties=None):
         for k in totals:
             totals[k] += counts[k]
         body.extend(lines)
+    # <testsuites> carries no skipped count: the Jenkins xUnit schema (junit-10.xsd) refuses it there;
+    # each <testsuite> has its own.
     head = ['<?xml version="1.0" encoding="UTF-8"?>',
-            '<testsuites name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
-            % (_qa(name), totals["tests"], totals["failures"], totals["errors"], totals["skipped"])]
+            '<testsuites name=%s tests="%d" failures="%d" errors="%d">'
+            % (_qa(name), totals["tests"], totals["failures"], totals["errors"])]
     return "\n".join(head + body + ["</testsuites>"]) + "\n"
 
 
@@ -400,7 +417,7 @@ def _host_cases(host, res, warnings):
     """JUnit cases of one host: one failure per error finding (four schema errors = four failures),
     warnings per ``warnings`` (skipped / failed / passed, one case each), otherwise one case per rule."""
     cases = []
-    classname = "preflight." + host
+    classname = junit_classname(host, "preflight")
     for rule in _ordered_rules(res.get("rules", {})):
         fs = [f for f in res["findings"] if f["rule"] == rule]
         errors = [f for f in fs if f["severity"] == "error"]
@@ -410,7 +427,9 @@ def _host_cases(host, res, warnings):
         if not problems:
             outcome = res["rules"][rule]
             if outcome == "skip":
-                cases.append(junit_case(classname, rule, "skipped", "; ".join(f["message"] for f in fs), system_out=others))
+                why = "; ".join(f["message"] for f in fs)
+                why = why if why.startswith("not checked") else ("not checked: " + why if why else "not checked")
+                cases.append(junit_case(classname, rule, "skipped", why, SKIP_NOT_CHECKED, system_out=others))
             else:
                 cases.append(junit_case(classname, rule, "passed", system_out=others))
             continue
@@ -421,7 +440,8 @@ def _host_cases(host, res, warnings):
             elif warnings == "failed":
                 cases.append(junit_case(classname, name, "failure", "warning: " + f["message"], "warning", _detail(f), others))
             else:
-                cases.append(junit_case(classname, name, "skipped", "warning: " + f["message"], system_out=_detail(f)))
+                cases.append(junit_case(classname, name, "skipped", "warning: " + f["message"], SKIP_WARNING,
+                                        system_out=_detail(f)))
             others = None  # informational lines once per rule
     return cases
 
@@ -471,12 +491,12 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
             continue
         cases = _host_cases(host, results[host], warnings)
         for change in (drift or {}).get(host, {}).get("changes", []):
-            cases.append(junit_case("drift." + host, "drift: %s" % change.get("task"), "failure",
+            cases.append(junit_case(junit_classname(host, "drift"), "drift: %s" % change.get("task"), "failure",
                                     "would change: %s" % change.get("task"), "drift", strict_json_dumps(change, indent=None)))
         host_drift = (drift or {}).get(host, {})
         for failure in host_drift.get("failures", []):
             # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
-            cases.append(junit_case("drift." + host, "drift check: %s" % failure.get("task"), "error",
+            cases.append(junit_case(junit_classname(host, "drift"), "drift check: %s" % failure.get("task"), "error",
                                     "%s: %s" % (failure.get("task"), failure.get("msg")),
                                     "unreachable" if host_drift.get("unreachable") else "check_failed",
                                     strict_json_dumps(failure, indent=None)))

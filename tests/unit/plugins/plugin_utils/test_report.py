@@ -395,7 +395,7 @@ def test_drift_section_and_drift_failures(tmp_path):
     out = run_preflight(inputs, report_dir=str(tmp_path), drift=drift, prefix="drift")
     assert out["drift_hosts"] == ["live"] and sorted(os.listdir(str(tmp_path)))[1:] == ["drift.html", "drift.json", "drift.xml"]
     root = ET.parse(str(tmp_path / "drift.xml")).getroot()
-    drifted = [c for c in root.iter("testcase") if c.get("classname") == "drift.live"]
+    drifted = [c for c in root.iter("testcase") if c.get("classname") == "live.drift"]
     assert [c.get("name") for c in drifted] == ["drift: Install <rasdaemon>"]
     assert drifted[0].find("failure").get("type") == "drift"
     html = _read(tmp_path, "drift.html")

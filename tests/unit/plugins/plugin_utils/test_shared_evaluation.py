@@ -117,7 +117,7 @@ def test_reports_of_shared_results_equal_reports_written_host_by_host(monkeypatc
 def test_junit_names_each_host_of_a_shared_suite():
     shared, summary = rules.evaluate_fleet(_fleet())
     xml = report.build_junit(shared, summary, run_id="r")
-    assert '<testsuite name="good-4"' in xml and 'classname="preflight.good-4"' in xml
+    assert '<testsuite name="good-4"' in xml and 'classname="good-4.preflight"' in xml
     assert 'name="tab&#9;here &amp; &lt;amp&gt;"' in xml
     assert "\ue000dlrack-host\ue001" not in xml.replace("priv\ue000dlrack-host\ue001", "")
 
