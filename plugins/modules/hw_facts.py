@@ -28,6 +28,12 @@ description:
     listed in C(dlrack_hw.errors), including files that exist but cannot be read (permission
     denied), garbled values (a cpulist, a number in C(/proc/cpuinfo)) and cpulists naming CPU ids
     above 16383 (cpulist.MAX_CPUS - 1). One odd GPU never drops the others.
+  - Every command it runs is bounded in time (O(command_timeout)) and in output
+    (O(command_output_limit) bytes per stream) by the collection's one command runner: a command past a
+    limit is killed with its whole process group. A command that broke a limit (a wedged driver: an
+    nvidia-smi that never answers, or one that prints without end) fails the host with a message that
+    names the command and the limit, in bounded time; the partial description is still returned in
+    C(dlrack_hw) (not as a fact).
   - Read-only. Never reports a change.
 author:
   - dlrack.node contributors (@dlrack)
@@ -59,6 +65,19 @@ options:
     type: str
     choices: [auto, always, never]
     default: auto
+  command_timeout:
+    description:
+      - Seconds each command (nvidia-smi, dmidecode, blkid) may run before it is killed with its
+        process group. C(nvidia-smi -q -x) takes a few seconds on an 8-GPU node without persistence
+        mode; a wedged driver never answers.
+    type: int
+    default: 60
+  command_output_limit:
+    description:
+      - Bytes of stdout (and, separately, of stderr) a command may print; past it the command is stopped
+        and the host fails. C(nvidia-smi -q -x) prints about 30 KiB per GPU.
+    type: int
+    default: 16777216
 attributes:
   check_mode:
     support: full
@@ -178,6 +197,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather, SUBSETS
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import Runner
 
 
 def main():
@@ -188,20 +208,27 @@ def main():
                                choices=["all"] + list(SUBSETS)),
             nvidia_smi=dict(type="str"),
             dmidecode=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+            command_timeout=dict(type="int", default=60),
+            command_output_limit=dict(type="int", default=16 * 1024 * 1024),
         ),
         supports_check_mode=True,
     )
-
-    def run(argv):
-        rc, out, err = module.run_command(argv, check_rc=False,
-                                          environ_update={"LC_ALL": "C", "LANG": "C"})
-        return rc, out, err
-
+    timeout, limit = module.params["command_timeout"], module.params["command_output_limit"]
+    if timeout < 1 or limit < 4096:
+        module.fail_json(msg="command_timeout must be at least 1 (s) and command_output_limit at least 4096 "
+                             "(bytes); got %d and %d" % (timeout, limit))
+    # LC_ALL=C is the runner's own; the hints say how to change a limit that was hit
+    run = Runner(timeout=timeout, output_limit=limit,
+                 timeout_hint="the hw_facts option command_timeout",
+                 limit_hint="the hw_facts option command_output_limit")
     subset = module.params["gather_subset"]
     nvidia_smi = module.params["nvidia_smi"] or "auto"
+    broke = []
     doc = gather(root=module.params["root"], run_command=run,
                  subset=None if "all" in subset else subset,
-                 nvidia_smi=nvidia_smi, dmidecode=module.params["dmidecode"])
+                 nvidia_smi=nvidia_smi, dmidecode=module.params["dmidecode"], command_failures=broke)
+    if broke:
+        module.fail_json(msg="; ".join(broke), dlrack_hw=doc, command_failures=broke)
     module.exit_json(changed=False, dlrack_hw=doc, ansible_facts={"dlrack_hw_gathered": doc})
 
 

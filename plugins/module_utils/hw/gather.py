@@ -7,8 +7,12 @@ One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia
 (when it exists), ``nvidia-smi nvlink -s`` (only when the XML lists two or more GPUs, not all in
 MIG mode: ``wants_nvlink_status``), ``dmidecode -t memory`` (as root, when it exists) and
 ``blkid -p`` per disk and partition (as root). Commands go through an injected
-``run_command(argv) -> (rc, out, err)`` so the module can pass ``AnsibleModule.run_command`` and
-tests can pass real captured outputs.
+``run_command(argv) -> (rc, out, err)`` so tests can pass real captured outputs; the default (and
+the module's) is system/command.py's bounded runner: each command is killed after
+``DEFAULT_COMMAND_TIMEOUT_S`` and stopped past ``DEFAULT_OUTPUT_LIMIT`` bytes per stream. A command
+that broke a limit is a line in ``errors`` naming it and the limit, and is listed in the returned
+``command_failures`` list the caller passes (the module fails the host for those: a wedged driver
+is not "no GPU").
 
 Nothing here fails for a missing GPU, driver, dmidecode or EDAC, for running unprivileged or for
 garbage in the tree: the field is ``None`` (or the list empty) and, when something was tried and
@@ -31,7 +35,6 @@ __metaclass__ = type
 import os
 import re
 import shutil
-import subprocess
 
 from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
@@ -45,6 +48,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import sysfs_pci
+from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 try:
     from ansible_collections.dlrack.node.plugins.module_utils.ecc.edac import read_edac_sysfs
@@ -107,16 +111,14 @@ def _cpulist(text, what=None, errors=None):
     return None
 
 
+DEFAULT_COMMAND_TIMEOUT_S = command.DEFAULT_TIMEOUT_S
+DEFAULT_OUTPUT_LIMIT = command.DEFAULT_OUTPUT_LIMIT
+
+
 def default_run_command(argv):
-    """subprocess-based runner: (rc, stdout, stderr) as text, LC_ALL=C, never raises."""
-    env = dict(os.environ, LC_ALL="C", LANG="C")
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, timeout=120, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return 127, "", str(exc)
-    return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"))
+    """The bounded runner (system/command.py) with the default limits: a Result, which is
+    (rc, stdout, stderr) as text with LC_ALL=C; never raises."""
+    return command.run(argv, timeout=DEFAULT_COMMAND_TIMEOUT_S, output_limit=DEFAULT_OUTPUT_LIMIT)
 
 
 def find_tool(name, root="/"):
@@ -236,9 +238,11 @@ def _gather_memory(root, want_memory, want_edac, run, dmidecode_path, errors):
         if mm:
             mem["total_mb"] = int(mm.group(1)) // 1024
         if dmidecode_path:
-            rc, out, err = run([dmidecode_path, "-t", "memory"])
-            if rc != 0:
-                errors.append("dmidecode -t memory failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+            res = run([dmidecode_path, "-t", "memory"])
+            out = res[1]
+            failed = command.failure(res, "dmidecode -t memory")
+            if failed:
+                errors.append(failed)
             else:
                 try:
                     parsed = dmi_parser.parse_dmidecode(out)
@@ -384,9 +388,11 @@ def wants_nvlink_status(smi_gpus):
 
 
 def _apply_nvlink(gpus, run, nvidia_smi_path, errors):
-    rc, out, err = run([nvidia_smi_path, "nvlink", "-s"])
-    if rc != 0:
-        errors.append("nvidia-smi nvlink -s failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+    res = run([nvidia_smi_path, "nvlink", "-s"])
+    out = res[1]
+    failed = command.failure(res, "nvidia-smi nvlink -s")
+    if failed:
+        errors.append(failed)
         return
     try:
         status = nvsmi.parse_nvlink_status(out)
@@ -413,9 +419,11 @@ def _gather_gpus(rd, run, nvidia_smi_path, errors):
         g["pci_name"] = names.get(g["device_id"])
     if not nvidia_smi_path:
         return gpus
-    rc, out, err = run([nvidia_smi_path, "-q", "-x"])
-    if rc != 0:
-        errors.append("nvidia-smi -q -x failed (rc=%s): %s" % (rc, (err or out or "").strip()[:200]))
+    res = run([nvidia_smi_path, "-q", "-x"])
+    out = res[1]
+    failed = command.failure(res, "nvidia-smi -q -x")
+    if failed:
+        errors.append(failed)
         return gpus
     try:
         smi = nvsmi.parse_xml(out)
@@ -506,21 +514,28 @@ def _tool(option, name, root, allowed):
 
 
 def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="auto",
-           dmidecode="auto", blkid="auto"):
+           dmidecode="auto", blkid="auto", command_failures=None):
     """Gather ``dlrack_hw`` (``source: gathered``) from ``root``.
 
     ``subset``: iterable of cpu, memory, gpus, disks, edac, host (default: all). Sections not
     gathered are None. ``run_command(argv) -> (rc, out, err)`` runs the few commands (default:
     subprocess). ``is_root`` defaults to ``os.geteuid() == 0``; dmidecode and blkid run only as
     root. ``nvidia_smi`` / ``dmidecode`` / ``blkid``: 'auto' (look in PATH / under root),
-    'never' (or False), 'always', or an explicit path.
+    'never' (or False), 'always', or an explicit path. ``command_failures``: a list that gets one
+    sentence per command that broke its time or output limit (system/command.py's ``problem``).
     """
     root = root or "/"
     want = set(SUBSETS if subset is None else subset)
     unknown = want - set(SUBSETS) - set(["all"])
     if "all" in want:
         want = set(SUBSETS)
-    run = run_command or default_run_command
+    base_run = run_command or default_run_command
+
+    def run(argv):
+        res = base_run(argv)
+        if command_failures is not None and (getattr(res, "timed_out", False) or getattr(res, "truncated", False)):
+            command_failures.append(command.problem(res))
+        return res
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     errors = ["unknown gather_subset entry %r (known: %s)" % (u, ", ".join(SUBSETS))

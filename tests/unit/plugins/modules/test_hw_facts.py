@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from testpaths import ROOT, module_pythonpath, sysfs_tree
 
@@ -48,3 +49,37 @@ def test_this_machine(tmp_path):
     res = run_module(tmp_path)
     assert res.get("failed") is not True, res
     assert isinstance(res["dlrack_hw"]["gpus"], list)
+
+
+def _stand_in(tmp_path, body):
+    path = tmp_path / "nvidia-smi"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_hanging_nvidia_smi_fails_the_host_in_bounded_time(tmp_path):
+    # issue 18.3: module.run_command without a timeout waited for ever on this stand-in
+    smi = _stand_in(tmp_path, "sleep 600\n")
+    started = time.monotonic()
+    res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), nvidia_smi=smi, dmidecode="never",
+                     command_timeout=2)
+    assert time.monotonic() - started < 2 + 10
+    assert res["failed"] is True
+    assert res["msg"] == ("nvidia-smi -q -x did not answer within 2 s and was killed "
+                          "(the limit is the hw_facts option command_timeout)")
+    assert "ansible_facts" not in res and len(res["dlrack_hw"]["gpus"]) == 4
+
+
+def test_300_mb_of_nvidia_smi_output_fails_the_host(tmp_path):
+    smi = _stand_in(tmp_path, "head -c 314572800 /dev/zero | tr '\\0' '<'\n")
+    res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), nvidia_smi=smi, dmidecode="never",
+                     command_output_limit=65536)
+    assert res["failed"] is True
+    assert res["msg"] == ("nvidia-smi -q -x printed more than 64 KiB on stdout and was stopped "
+                          "(the limit is the hw_facts option command_output_limit)")
+
+
+def test_absurd_limits_are_refused(tmp_path):
+    res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), command_timeout=0)
+    assert res["failed"] is True and "command_timeout must be at least 1" in res["msg"]
