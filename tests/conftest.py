@@ -17,4 +17,31 @@ if COLLECTIONS is None:
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
+import molecule_runs  # noqa: E402  (the background lane of molecule scenarios: tests/molecule_runs.py)
+
 __all__ = ["DATA", "ROOT"]
+
+
+def pytest_collection_modifyitems(items):
+    """Background scenarios' tests last: they only wait for a run started at session start."""
+    items[:] = molecule_runs.order(items, molecule_runs.BACKGROUND)
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        return
+    for run in molecule_runs.start_background(session.items):
+        session.config.get_terminal_writer().line(
+            "molecule: %s started in the background (log %s)" % (run.scenario, run.log_path))
+
+
+def pytest_sessionfinish(session):
+    molecule_runs.stop_all()          # a run still going (-x, Ctrl-C, a crash) is stopped and destroyed
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = molecule_runs.summary_lines()
+    if lines:
+        terminalreporter.write_sep("-", "molecule scenarios (wall time)")
+        for line in lines:
+            terminalreporter.write_line(line)

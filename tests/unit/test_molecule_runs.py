@@ -1,0 +1,106 @@
+"""The background lane of molecule scenarios (tests/molecule_runs.py, hooks in tests/conftest.py),
+with short Python child processes in the place of molecule (the real scenarios run in
+tests/integration/test_molecule.py): ordering, exit status, timeout, stopping a whole process group."""
+import os
+import sys
+import time
+
+import pytest
+
+import molecule_runs
+
+
+class _Item(object):
+    def __init__(self, name, scenario=None):
+        self.name = name
+        if scenario is not None:
+            self.originalname = "test_molecule_scenario"
+            self.callspec = type("CallSpec", (), {"params": {"scenario": scenario}})()
+
+
+@pytest.fixture
+def logs(tmp_path, monkeypatch):
+    monkeypatch.setattr(molecule_runs, "LOG_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _py(code):
+    return [sys.executable, "-c", code]
+
+
+def test_background_scenarios_go_last_and_the_rest_keep_their_order():
+    items = [_Item("a"), _Item("m1", "default"), _Item("vm", "storage_vm"), _Item("b"), _Item("m2", "site")]
+    ordered = molecule_runs.order(items, ("storage_vm",))
+    assert [i.name for i in ordered] == ["a", "m1", "b", "m2", "vm"]
+
+
+def test_only_molecule_items_have_a_scenario():
+    plain = _Item("x")
+    plain.callspec = type("CallSpec", (), {"params": {"scenario": "storage_vm"}})()   # another test's parameter
+    assert molecule_runs.scenario_of(plain) is None
+    assert molecule_runs.scenario_of(_Item("vm", "storage_vm")) == "storage_vm"
+
+
+def test_storage_vm_is_in_the_background_lane():
+    assert "storage_vm" in molecule_runs.BACKGROUND
+    assert set(molecule_runs.BACKGROUND) <= set(molecule_runs.scenarios())
+
+
+def test_run_reports_exit_status_time_and_log(logs):
+    run = molecule_runs.Run("fake", runner=_py("import sys; print('converged'); sys.exit(3)")).start()
+    assert run.wait(timeout=60) == 3
+    assert "converged" in run.tail()
+    assert run.log_path == os.path.join(str(logs), "fake.log")
+    assert 0 <= run.seconds() < 60 and not run.running
+
+
+def test_run_past_its_time_is_stopped_with_its_children_and_destroyed(logs, monkeypatch):
+    pidfile = logs / "child.pid"
+    # molecule's children (ansible-playbook) are in its process group: they must go too.
+    code = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);"
+            " open(%r, 'w').write(str(c.pid)); time.sleep(300)" % str(pidfile))
+    marker = logs / "destroyed"
+    run = molecule_runs.Run("slow", runner=_py(code)).start()
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        time.sleep(0.1)
+    child = int(pidfile.read_text())
+    monkeypatch.setattr(molecule_runs, "argv",
+                        lambda scenario, command="test": _py("open(%r, 'w').write(%r)" % (str(marker), command)))
+    started = time.time()
+    assert run.wait(timeout=2) == 124
+    assert time.time() - started < 40
+    assert not run.running
+    assert marker.read_text() == "destroy"
+    assert "--- stopped" in run.tail()
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the run's child %d outlived the stop" % child)
+
+
+def test_stop_all_stops_what_is_still_running(logs, monkeypatch):
+    monkeypatch.setattr(molecule_runs, "RUNS", {})
+    done = molecule_runs.Run("done", runner=_py("pass")).start()
+    done.wait(timeout=30)
+    going = molecule_runs.Run("going", runner=_py("import time; time.sleep(300)")).start()
+    going.background = True
+    molecule_runs.RUNS.update(done=done, going=going)
+    lines = molecule_runs.summary_lines()
+    assert any(line.startswith("going") and "background" in line and "still running" in line for line in lines)
+    monkeypatch.setattr(molecule_runs, "argv", lambda scenario, command="test": _py("pass"))
+    molecule_runs.stop_all()
+    assert not going.running and going.proc.returncode is not None
+    assert any(line.startswith("done") and "rc=0" in line for line in molecule_runs.summary_lines())
+
+
+def test_scenarios_run_with_the_base_config_without_prerun():
+    argv = molecule_runs.argv("default")
+    assert argv[:3] == ["molecule", "--base-config", molecule_runs.BASE_CONFIG] and argv[-2:] == ["-s", "default"]
+    with open(molecule_runs.BASE_CONFIG) as fh:
+        assert "\nprerun: false\n" in fh.read()
