@@ -87,7 +87,6 @@ manager:
   sample: dpkg
 """
 
-import functools
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -106,9 +105,8 @@ def main():
         manager = module.params["manager"]
         if manager == "auto":
             manager = choose_manager(module.get_bin_path)
-        # LANG=C: the messages parsed are the untranslated ones.
-        missing = missing_packages(names, manager, functools.partial(
-            module.run_command, environ_update={"LANG": "C", "LC_ALL": "C"}))
+        # the bounded runner (system/command.py): LC_ALL=C, each query limited in time and output
+        missing = missing_packages(names, manager)
     except PackageQueryError as exc:
         module.fail_json(msg=str(exc))
     present = [n for n in names if n not in missing]

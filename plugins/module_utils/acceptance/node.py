@@ -15,13 +15,13 @@ __metaclass__ = type
 import ctypes.util
 import os
 import shutil
-import subprocess
 
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import fio as acceptance_fio
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu as acceptance_gpu
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import health as acceptance_health
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import memory as acceptance_memory
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.sysfs_pci import read_link
+from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 TIERS = ("hot", "cold")
@@ -32,16 +32,19 @@ def find_tool(name):
     return shutil.which(name, path=path)
 
 
-def run_command(argv, timeout):
-    """(rc, stdout, stderr) as text with LC_ALL=C; a timeout or a missing program is rc 124 / 127."""
-    env = dict(os.environ, LC_ALL="C", LANG="C")
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return 124, "", "%s timed out after %d s" % (argv[0], timeout)
-    except OSError as exc:
-        return 127, "", str(exc)
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+def run_command(argv, timeout, output_limit=command.DEFAULT_OUTPUT_LIMIT):
+    """(rc, stdout, stderr) as text with LC_ALL=C through the bounded runner (system/command.py):
+    killed with its process group after ``timeout`` s (rc 124), stopped past ``output_limit`` bytes
+    per stream (rc 125); then stderr is the runner's sentence naming the command and the limit. A
+    missing program is rc 127."""
+    res = command.run(argv, timeout=timeout, output_limit=output_limit)
+    why = res.problem
+    if why:
+        return command.Result(res.rc, res.stdout if not res.truncated else "", why, argv=res.argv,
+                              timed_out=res.timed_out, truncated=res.truncated, timeout=res.timeout,
+                              output_limit=res.output_limit, duration_s=res.duration_s,
+                              stream=res.stream, error=res.error)
+    return res
 
 
 def _libcuda_present():

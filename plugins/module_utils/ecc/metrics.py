@@ -22,7 +22,6 @@ __metaclass__ = type
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -33,10 +32,12 @@ from ansible_collections.dlrack.node.plugins.module_utils.ecc.edac import (
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_uptime, write_atomic
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.nvidia_smi import parse_xml
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import run as run_bounded
 
 DEFAULT_TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 DEFAULT_TEXTFILE_NAME = "dlrack_ecc.prom"
 STATUSES = ("ok", "warning", "error", "unknown")
+NVIDIA_SMI_OUTPUT_LIMIT = 16 * 1024 * 1024   # bytes; nvidia-smi -q -x prints about 30 KiB per GPU
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,19 +262,19 @@ def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=N
 # node side: gather, write atomically
 # --------------------------------------------------------------------------------------------
 
-def gpus_from_nvidia_smi(command=None, xml_text=None, timeout=60):
-    """(gpus, up): run ``nvidia-smi -q -x`` (or parse ``xml_text``). (None, None) without it."""
+def gpus_from_nvidia_smi(command=None, xml_text=None, timeout=60, output_limit=NVIDIA_SMI_OUTPUT_LIMIT):
+    """(gpus, up): run ``nvidia-smi -q -x`` (or parse ``xml_text``). (None, None) without it;
+    ([], False) when it fails, does not answer within ``timeout`` s or prints more than
+    ``output_limit`` bytes."""
     if xml_text is None:
         if not command:
             return None, None
-        try:
-            proc = subprocess.run([command, "-q", "-x"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, timeout=timeout, check=False)
-        except (OSError, subprocess.SubprocessError):
+        # the bounded runner: killed with its process group after `timeout` s, stopped past
+        # `output_limit` bytes (a wedged driver or endless output is "not up", never a hung timer)
+        res = run_bounded([command, "-q", "-x"], timeout=timeout, output_limit=output_limit)
+        if res.rc != 0 or res.problem:
             return [], False
-        if proc.returncode != 0:
-            return [], False
-        xml_text = proc.stdout.decode("utf-8", "replace")
+        xml_text = res.stdout
     try:
         return parse_xml(xml_text)["gpus"], True
     except (ParseError, ValueError, KeyError, TypeError):

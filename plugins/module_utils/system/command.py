@@ -54,7 +54,7 @@ def human_bytes(n):
     return "%d bytes" % n
 
 
-def command_name(argv, words=3):
+def command_name(argv, words=5):
     """The command as a person names it: program base name and its first arguments
     ('nvidia-smi -q -x'), each word cut to 40 characters and shown with repr() escapes when it
     holds anything unprintable."""

@@ -9,6 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import (
+    RC_TIMED_OUT, RC_TRUNCATED, Runner, problem)
+
 DPKG_FORMAT = "${Package}\\t${Architecture}\\t${Status}\\t${Version}\\n"
 
 
@@ -75,15 +78,31 @@ def rpm_installed(spec, rc, stdout):
     raise PackageQueryError("rpm -q --whatprovides %s failed (rc %d): %s" % (spec, rc, stdout.strip()[:200]))
 
 
-def missing_packages(specs, manager, run):
+QUERY_TIMEOUT_S = 60              # one dpkg-query / rpm -q (a stale rpmdb lock makes rpm wait)
+QUERY_OUTPUT_LIMIT = 1024 * 1024  # bytes per stream; one package's line is well under 1 KiB
+
+
+def query_runner():
+    """The bounded runner (system/command.py) for the queries: QUERY_TIMEOUT_S, QUERY_OUTPUT_LIMIT,
+    LC_ALL=C (the messages parsed are the untranslated ones)."""
+    return Runner(timeout=QUERY_TIMEOUT_S, output_limit=QUERY_OUTPUT_LIMIT)
+
+
+def missing_packages(specs, manager, run=None):
     """The specs that are not installed, in order, without duplicates. `run(argv)` returns
-    (rc, stdout, stderr) (AnsibleModule.run_command)."""
+    (rc, stdout, stderr) (default: query_runner()). A query that breaks its time or output limit
+    raises PackageQueryError naming the command and the limit."""
+    run = run or query_runner()
     argv, installed = (dpkg_argv, dpkg_installed) if manager == "dpkg" else (rpm_argv, rpm_installed)
     out = []
     for spec in specs:
         if spec in out:
             continue
-        rc, stdout, dummy = run(argv(spec))
+        res = run(argv(spec))
+        why = problem(res)
+        if why and res[0] in (RC_TIMED_OUT, RC_TRUNCATED):
+            raise PackageQueryError(why)
+        rc, stdout = res[0], res[1]
         if not installed(spec, rc, stdout):
             out.append(spec)
     return out

@@ -64,3 +64,19 @@ def test_choose_manager():
     assert choose_manager({"rpm": "/usr/bin/rpm"}.get) == "rpm"
     with pytest.raises(PackageQueryError, match="Debian/Ubuntu"):
         choose_manager({}.get)
+
+
+def test_a_query_that_hangs_is_a_clear_failure_in_bounded_time(tmp_path, monkeypatch):
+    # issue 18.3: rpm waiting on a stale rpmdb lock; the query runner kills it at its limit
+    import time
+    from ansible_collections.dlrack.node.plugins.module_utils.system import packages
+    rpm = tmp_path / "rpm"
+    rpm.write_text("#!/bin/sh\nsleep 600\n")
+    rpm.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ.get("PATH", "")))
+    monkeypatch.setattr(packages, "QUERY_TIMEOUT_S", 1)
+    started = time.monotonic()
+    with pytest.raises(packages.PackageQueryError) as err:
+        packages.missing_packages(["numactl"], "rpm")
+    assert time.monotonic() - started < 4
+    assert str(err.value) == "rpm -q --whatprovides numactl did not answer within 1 s and was killed"
