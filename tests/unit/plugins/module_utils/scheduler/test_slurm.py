@@ -13,7 +13,7 @@ import re
 import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler import slurm
-from tests.testpaths import DATA
+from testpaths import DATA
 
 SLURM = os.path.join(DATA, "slurm")
 OURS = "dlrack: gpu.pcie_link,memory.ecc_errors 20261201T164500Z-0a1b2c3d4e5f"

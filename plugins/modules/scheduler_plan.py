@@ -1,0 +1,117 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Documentation only: the work is done on the controller by plugins/action/scheduler_plan.py.
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: scheduler_plan
+short_description: Decide from a run's reports which scheduler nodes to take out and put back
+version_added: 0.1.0
+description:
+  - Runs on the controller. Reads the JSON reports of this run (pre-flight C(report.json)/C(site.json),
+    C(drift.json), C(acceptance.json)) and judges each host - failing on pre-flight error findings (the
+    rule ids, C(memory.ecc_errors) included), drift C(drifted)/C(error) (C(drift.drifted), C(drift.error))
+    and acceptance errors (C(acceptance.<measurement>)). Warnings never take a node out.
+  - "Maps each host to its scheduler node name (O(node_names), else the inventory name's first label when
+    O(short_names)) and groups the failing nodes by their drain reason C(dlrack: <rule ids> <run id>)."
+  - The blast-radius cap - when more nodes fail than the smaller of O(max_nodes) and O(max_percent) of the
+    judged nodes (never below one node), the task fails naming the counts and the plan drains and resumes nothing.
+  - Never connects to a host and never reports a change.
+options:
+  reports:
+    description: Paths of this run's JSON reports on the controller.
+    type: list
+    elements: path
+    required: true
+  hosts:
+    description: Judge only these inventory hosts (default - every host in the reports).
+    type: list
+    elements: str
+  backend:
+    description: The scheduler.
+    type: str
+    choices: [slurm]
+    required: true
+  node_names:
+    description: Inventory host -> scheduler node name.
+    type: dict
+    default: {}
+  short_names:
+    description: Without a mapping, use the inventory name up to its first dot.
+    type: bool
+    default: true
+  max_nodes:
+    description: At most this many nodes taken out by one run.
+    type: int
+    default: 5
+  max_percent:
+    description: At most this share of the judged nodes taken out by one run.
+    type: float
+    default: 10.0
+  run_id:
+    description: The run id in the reason (default - the pre-flight report's C(summary.run_id), else a new one).
+    type: str
+attributes:
+  check_mode:
+    support: full
+    description: Reads reports on the controller only.
+  action:
+    support: full
+    description: Runs on the controller as an action plugin (plugins/action/scheduler_plan.py).
+  connection:
+    support: none
+    description: Uses no connection.
+author: dlrack.node contributors (@dlrack)
+"""
+
+EXAMPLES = r"""
+- name: Decide from this run's reports
+  dlrack.node.scheduler_plan:
+    reports: [reports/site.json]
+    backend: slurm
+    node_names: {gpu-01.rack7.example.com: n001}
+  register: plan
+"""
+
+RETURN = r"""
+drain:
+  description: Groups of nodes to take out, C({rules, reason, nodes}); empty over the cap.
+  type: list
+  elements: dict
+  returned: always
+resume:
+  description: Judged nodes that pass (put back only where the scheduler says we took them out); empty over the cap.
+  type: list
+  elements: str
+  returned: always
+failing:
+  description: Failing node -> its failing rule ids.
+  type: dict
+  returned: always
+judged:
+  description: How many nodes the reports judged.
+  type: int
+  returned: always
+limit:
+  description: How many nodes this run may take out.
+  type: int
+  returned: always
+over_cap:
+  description: The sentence naming the counts when more nodes fail than the cap allows, else null.
+  type: str
+  returned: always
+run_id:
+  description: The run id used in the reasons.
+  type: str
+  returned: always
+lines:
+  description: What the plan does, one line each.
+  type: list
+  elements: str
+  returned: always
+"""

@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of the scheduler act: from this run's reports to what the scheduler is told.
+
+Input: the JSON reports a run wrote (pre-flight ``report.json``/``site.json``, ``drift.json``,
+``acceptance.json``). A host is *judged* when a report has a verdict for it; it *fails* when
+
+- the pre-flight (or the drift run's findings) has error findings (status ``fail``): the error
+  rule ids (this includes ``memory.ecc_errors``, the uncorrected ECC counters);
+- the drift record is ``drifted`` (``drift.drifted``) or ``error`` (``drift.error``: could not be
+  checked);
+- acceptance gave ``error``: ``acceptance.<measurement>`` for each failing measurement.
+
+Warnings never drain. A judged host that does not fail *passes*: it is resumed/untainted when
+(and only when) the scheduler says it was taken out by us.
+
+The blast-radius cap: when more nodes fail than the cap allows (``max_nodes``, and
+``max_percent`` of the judged nodes, whichever is smaller, never below one node), nothing is
+drained or resumed and the plan says so in one sentence naming the counts.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import json
+import os
+
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
+    NAME_RE, RULE_RE, RUN_ID_RE, SlurmError, format_reason)
+
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
+class PlanError(Exception):
+    """One sentence: what is wrong and what to do."""
+
+
+def _load(path):
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_REPORT_BYTES:
+            raise PlanError("report %s is %d bytes, more than %d: not a report of this collection" % (path, size, MAX_REPORT_BYTES))
+        with open(path, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except (OSError, IOError) as exc:
+        raise PlanError("cannot read the report %s (%s): scheduler_reports must name this run's reports"
+                        % (path, exc.strerror or exc))
+    except ValueError as exc:
+        raise PlanError("report %s is not JSON (%s)" % (path, exc))
+    if not isinstance(doc, dict) or not isinstance(doc.get("hosts", {}), dict):
+        raise PlanError("report %s has no 'hosts' mapping: not a dlrack.node report" % path)
+    return doc
+
+
+def _rule(name):
+    name = str(name)
+    return name if RULE_RE.match(name) else "invalid-rule-id"
+
+
+def verdicts(docs):
+    """{host: [failing rule ids]} for every judged host (an empty list: it passes), and the
+    run id of the first report that has one."""
+    out = {}
+    run_id = None
+    for doc in docs:
+        summary = doc.get("summary") or {}
+        if run_id is None and isinstance(summary.get("run_id"), str) and RUN_ID_RE.match(summary["run_id"]):
+            run_id = summary["run_id"]
+        for host, res in sorted((doc.get("hosts") or {}).items()):
+            if not isinstance(res, dict):
+                continue
+            status = res.get("status")
+            if "measurements" in res and status == "skip":
+                continue                        # not measured: acceptance did not judge it
+            fails = out.setdefault(host, [])
+            if "measurements" in res:          # acceptance.json
+                if status == "error":
+                    bad = [m.get("name") for m in res.get("measurements") or () if isinstance(m, dict) and m.get("verdict") == "error"]
+                    fails.extend("acceptance." + _rule(n) if n else "acceptance" for n in bad or ["host"])
+                continue
+            if status == "fail":               # pre-flight findings
+                ids = [f.get("rule") for f in res.get("findings") or ()
+                       if isinstance(f, dict) and f.get("severity") == "error"]
+                fails.extend(_rule(i) for i in ids or ["preflight"])
+        for host, rec in sorted((doc.get("drift") or {}).items()):
+            if not isinstance(rec, dict):
+                continue
+            fails = out.setdefault(host, [])
+            if rec.get("status") == "drifted":
+                fails.append("drift.drifted")
+            elif rec.get("status") == "error":
+                fails.append("drift.error")
+    return dict((h, sorted(set(v))) for h, v in out.items()), run_id
+
+
+def node_name(host, mapping, short, backend):
+    name = (mapping or {}).get(host)
+    if name is None:
+        name = host.split(".")[0] if short else host
+    name = str(name)
+    if not NAME_RE.match(name):
+        raise PlanError("host %s: scheduler node name %s is not a valid %s node name; set it in "
+                        "scheduler_node_names" % (host, ascii(name), backend))
+    return name
+
+
+def cap(judged, max_nodes, max_percent):
+    """How many nodes one run may take out: the smaller of max_nodes and max_percent of the
+    judged nodes (rounded down), never below one."""
+    by_share = int(judged * max_percent // 100)
+    return max(1, min(max_nodes, by_share))
+
+
+def reason_for(rules, run_id):
+    """Our reason for these rules; rules that do not fit in REASON_MAX are summed up as 'etc'."""
+    rules = sorted(set(rules))
+    while True:
+        try:
+            return format_reason(rules, run_id)
+        except SlurmError:
+            if len(rules) <= 1:
+                raise
+            rules = rules[:-2] + ["etc"]
+
+
+def new_run_id():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(6).hex()
+
+
+def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names=True, max_nodes=5,
+         max_percent=10, run_id=None):
+    """The plan: {judged, failing: {node: rules}, passing: [nodes], drain: [{reason, rules, nodes}],
+    resume: [nodes], run_id, limit, over_cap (sentence or None), lines}. ``hosts`` (optional)
+    restricts the judged hosts to those of the play."""
+    if backend not in ("slurm",):
+        raise PlanError("backend %s: only slurm is implemented" % ascii(backend))
+    if not isinstance(max_nodes, int) or max_nodes < 1 or not isinstance(max_percent, (int, float)) or not 0 < max_percent <= 100:
+        raise PlanError("the cap needs max_nodes >= 1 and 0 < max_percent <= 100 (got %r, %r)" % (max_nodes, max_percent))
+    docs = [_load(p) for p in report_paths]
+    if not docs:
+        raise PlanError("no reports to act on: scheduler_reports is empty")
+    found, report_run_id = verdicts(docs)
+    if hosts is not None:
+        wanted = set(hosts)
+        found = dict((h, v) for h, v in found.items() if h in wanted)
+    run_id = run_id or report_run_id or new_run_id()
+    if not RUN_ID_RE.match(run_id):
+        raise PlanError("run id %s: letters, digits, '.', '_', ':' and '-' only" % ascii(run_id))
+    by_node = {}
+    for host in sorted(found):
+        name = node_name(host, node_names, short_names, backend)
+        if name in by_node and by_node[name][0] != host:
+            raise PlanError("hosts %s and %s both map to the scheduler node %s; give each its own name in "
+                            "scheduler_node_names" % (by_node[name][0], host, name))
+        by_node[name] = (host, found[host])
+    failing = dict((n, r) for n, (h, r) in by_node.items() if r)
+    passing = sorted(n for n, (h, r) in by_node.items() if not r)
+    limit = cap(len(by_node), max_nodes, max_percent)
+    out = {"judged": len(by_node), "failing": failing, "passing": passing, "run_id": run_id, "limit": limit,
+           "hosts": dict((n, h) for n, (h, r) in by_node.items()), "drain": [], "resume": [], "over_cap": None,
+           "lines": []}
+    if len(failing) > limit:
+        out["over_cap"] = (
+            "%d of %d judged nodes fail, more than the cap of %d (scheduler_max_drain_nodes %d, "
+            "scheduler_max_drain_percent %s %%): nothing was drained or resumed - a wrong rule or a bad rollout "
+            "must not empty the cluster; check the reports, fix the cause or raise the cap for this run. Failing: %s"
+            % (len(failing), len(by_node), limit, max_nodes, max_percent,
+               ", ".join(sorted(failing)[:20]) + (" and %d more" % (len(failing) - 20) if len(failing) > 20 else "")))
+        out["lines"].append(out["over_cap"])
+        return out
+    groups = {}
+    for name in sorted(failing):
+        key = tuple(failing[name])
+        groups.setdefault(key, []).append(name)
+    for rules, nodes in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        out["drain"].append({"rules": list(rules), "reason": reason_for(rules, run_id), "nodes": nodes})
+        out["lines"].append("take out %s: %s" % (", ".join(nodes), ", ".join(rules)))
+    out["resume"] = passing
+    if passing:
+        out["lines"].append("put back if taken out by dlrack: %s" % ", ".join(passing))
+    return out
+
