@@ -21,6 +21,13 @@ description:
     that may erase disks must not act on names from an earlier boot.
   - Fails, listing every problem, when a requested device is missing, in use (with the stable id
     and the exact fix), in both tiers, or too few for the RAID level.
+  - Also fails, naming the option, when a mount point is not an absolute path in normal form of the
+    POSIX portable filename characters, is a system directory (C(/), C(/boot), C(/etc), C(/usr),
+    C(/var), C(/home) ... or anything below C(/etc), C(/usr), C(/boot), C(/proc), C(/sys), C(/dev),
+    C(/run), C(/tmp)), resolves through a symbolic link to one, is where something else is mounted now
+    or holds other mounts (read from C(/proc/self/mountinfo)), or when both tiers share a mount point
+    or one lies inside the other; and when a mount option or the device timeout holds a character
+    that could change the fstab line (a line break, whitespace, C(#), quotes).
 options:
   hot_devices:
     description: C(auto) or a list of stable ids (by-id link, bare by-id name, WWN or serial).
@@ -138,13 +145,19 @@ disks:
   returned: always
 """
 
+import os
+import posixpath
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import BlockDevices
-from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import container_marker
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import container_marker, under
 from ansible_collections.dlrack.node.plugins.module_utils.storage.plan import (
-    StoragePlanError, argument_spec, plan_storage)
+    StoragePlanError, argument_spec, parse_mountinfo, plan_storage)
+
+ROOT = "/"                  # the node's root (a captured tree in tests)
+MOUNTINFO_LIMIT = 8 << 20   # bytes; a node with 10,000 mounts writes ~2 MiB
+LINK_HOPS = 40              # as the kernel's MAXSYMLINKS
 
 
 def in_container(root="/"):
@@ -171,6 +184,53 @@ def probe_disks(reader, requests):
     return disks
 
 
+def read_mounts(root="/"):
+    """``(mounts, None)`` from ``<root>/proc/self/mountinfo``, or ``(None, why)`` when it cannot be read
+    whole (a truncated table could hide the mount a tier would cover)."""
+    path = under(root, "/proc/self/mountinfo")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MOUNTINFO_LIMIT + 1)
+    except (IOError, OSError) as e:
+        return None, "cannot read /proc/self/mountinfo: %s" % (e.strerror or e)
+    if len(data) > MOUNTINFO_LIMIT:
+        return None, "/proc/self/mountinfo is over %d MiB" % (MOUNTINFO_LIMIT >> 20)
+    return parse_mountinfo(data.decode("utf-8", "replace")), None
+
+
+def resolve_under(root, path):
+    """Where the absolute ``path`` leads under ``root``, following symbolic links as the kernel does
+    (an absolute link target starts again at ``root``); None after too many links."""
+    todo, done, hops = [p for p in path.split("/") if p], "/", LINK_HOPS
+    while todo:
+        part = todo.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = posixpath.dirname(done)
+            continue
+        cand = posixpath.join(done, part)
+        full = under(root, cand)
+        if os.path.islink(full):
+            hops -= 1
+            if hops < 0:
+                return None
+            target = os.readlink(full)
+            if target.startswith("/"):
+                done = "/"
+            todo = [p for p in target.split("/") if p] + todo
+        else:
+            done = cand
+    return done
+
+
+def node_view(root, p):
+    """What the planner checks the mount points against: the mount table and where each one leads."""
+    mounts, error = read_mounts(root)
+    paths = [p[k] for k in ("hot_mount", "cold_mount") if isinstance(p.get(k), str) and p[k].startswith("/")]
+    return {"mounts": mounts, "mounts_error": error, "realpath": dict((path, resolve_under(root, path)) for path in paths)}
+
+
 def main():
     spec = argument_spec()
     spec["var_prefix"] = dict(type="str", default="")
@@ -181,7 +241,7 @@ def main():
         if p[key] != "auto" and not isinstance(p[key], list):
             module.fail_json(msg="%s%s must be 'auto' or a list of stable ids, got %r" % (var, key, p[key]))
     auto = (p["hot_enabled"] and p["hot_devices"] == "auto") or (p["cold_enabled"] and p["cold_devices"] == "auto")
-    container = in_container()
+    container = in_container(ROOT)
     if auto and container:
         module.fail_json(msg="storage_tiers: auto-selection is disabled inside a container, which sees the host's "
                              "own disks; list {v}hot_devices and {v}cold_devices explicitly (or disable a tier with "
@@ -191,12 +251,12 @@ def main():
         module.fail_json(msg="blkid is not installed on %s; it is needed to see what each disk carries (install "
                              "util-linux / blkid)" % socket.gethostname())
     errors = []
-    reader = BlockDevices("/", run=module.run_command, blkid=blkid, errors=errors)
+    reader = BlockDevices(ROOT, run=module.run_command, blkid=blkid, errors=errors)
     requests = [str(r) for key in ("hot_devices", "cold_devices") if isinstance(p[key], list) for r in p[key]]
     disks = probe_disks(reader, requests + list(p["wipe_allowed"]))
     config = dict(p, host=socket.gethostname())
     try:
-        plan = plan_storage(disks, config)
+        plan = plan_storage(disks, config, node_view(ROOT, p))
     except StoragePlanError as e:
         module.fail_json(msg="storage_tiers: refusing to touch any device: " + " | ".join(e.messages),
                          errors=e.messages, disks=disks, probe_errors=errors)

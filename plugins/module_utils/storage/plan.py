@@ -30,12 +30,22 @@ collection wrote for the same tier (an md member of ``dlrack-<tier>``, or an XFS
 ``dlrack-<tier>``) is *ours*: re-runs and interrupted runs continue with it. Anything else is
 *in use* and refused, per device, with the stable id and the fix. The system disk and mounted
 devices are refused even with safe mode off.
+
+Where a tier mounts (:func:`mount_point_problem`, :func:`check_mount_points`): an absolute path in
+normal form, of the POSIX portable filename characters, never a system directory (:data:`SYSTEM_DIRS`,
+nothing below :data:`SYSTEM_TREES`), not where a symbolic link resolves to one, not where something
+else is mounted now or below it (the node's mountinfo, :func:`parse_mountinfo`), and the two tiers
+apart (neither the same point nor one inside the other). Mount options and the device timeout go
+into an fstab line: they are refused when they hold anything but option characters (a line break
+would add a line of its own; ansible.posix.mount escapes only space, ``&`` and backslash).
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import copy
+import json
+import posixpath
 import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import (
@@ -52,6 +62,26 @@ XFS_LABEL_MAX = 12
 _BY_ID = "/dev/disk/by-id/"
 _KERNEL_NAME = re.compile(r"^/dev/(sd[a-z]+|hd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+|nvme\d+c\d+n\d+|md\d+|dm-\d+|mmcblk\d+)$")
 
+
+# Never a tier's mount point: the directories the Filesystem Hierarchy Standard 3.0 requires in /
+# (ch. 3, https://refspecs.linuxbase.org/FHS_3.0/fhs/ch03s02.html: bin boot dev etc lib media mnt
+# opt run sbin srv tmp usr var, and home, root, lib<qual>), the kernel's own trees, and the /usr
+# and /var directories that hold the system's programs, packages and logs.
+SYSTEM_DIRS = frozenset([
+    "/", "/bin", "/boot", "/boot/efi", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media",
+    "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/local", "/var",
+    "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/opt", "/var/spool", "/var/tmp"])
+# ...and nothing below these: system files a mount would shadow, kernel and runtime trees (gone at
+# the next boot) and temporary trees that systemd-tmpfiles cleans.
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+                "/sys", "/tmp", "/usr", "/var/tmp")
+SUGGESTED_MOUNT = {"hot": "/data/hot", "cold": "/data/archive"}
+# POSIX portable filename characters (letters, digits, '.', '_', '-') and '/'.
+_MOUNT_POINT_CHARS = re.compile(r"[A-Za-z0-9._/-]+\Z")
+# One mount option: name[=value] with the characters real options use (x-systemd.requires=/dev/..., uid=0,
+# logbsize=256k, context=system_u:object_r:...); never whitespace, a line break, '#', quotes or '\\'.
+_MOUNT_OPTION_CHARS = re.compile(r"[A-Za-z0-9._:=@/+-]+\Z")
+_TIME_SPAN = re.compile(r"\d+(ms|s|min)?\Z")
 
 _DIRS_HOT = [{"path": "datasets", "owner": "root", "group": "root", "mode": "0755"},
              {"path": "checkpoints", "owner": "root", "group": "root", "mode": "0755"},
@@ -157,19 +187,120 @@ def mount_options(base, device_timeout):
     ``discard`` is dropped: TRIM runs from ``fstrim.timer`` instead of on every delete.
     """
     if isinstance(base, str):
-        base = [o for o in base.split(",") if o]
-    opts = [o for o in (base or []) if o != "discard" and not o.startswith("x-systemd.device-timeout=")
+        base = base.split(",")
+    bad = mount_options_problem(base) or device_timeout_problem(device_timeout)
+    if bad:
+        raise StoragePlanError([bad])
+    base = [p for o in (base or []) for p in str(o).split(",") if p]
+    opts = [o for o in base if o != "discard" and not o.startswith("x-systemd.device-timeout=")
             and o not in ("defaults",)]
     for required in ("noatime", "nofail"):
         if required not in opts:
             opts.insert(0 if required == "noatime" else len(opts), required)
     if "atime" in opts or "relatime" in opts or "strictatime" in opts:
         opts = [o for o in opts if o not in ("atime", "relatime", "strictatime")]
-    timeout = str(device_timeout)
-    if not re.match(r"^\d+(ms|s|min)?$", timeout):
-        raise StoragePlanError(["device timeout %r is not a systemd time span such as 30s" % timeout])
-    opts.append("x-systemd.device-timeout=%s" % timeout)
+    opts.append("x-systemd.device-timeout=%s" % device_timeout)
     return ",".join(opts)
+
+
+def quoted(value):
+    """``value`` in double quotes with every control and non-ASCII character escaped (JSON)."""
+    return json.dumps(value if isinstance(value, str) else str(value))
+
+
+def _bad_char(value, allowed):
+    """What the first character of ``value`` outside ``allowed`` is, in words."""
+    for ch in value:
+        if allowed.match(ch):
+            continue
+        if ch in "\r\n\x0b\x0c\x85\u2028\u2029":
+            return "a line break"
+        if ch.isspace():
+            return "whitespace"
+        if ord(ch) < 32 or 127 <= ord(ch) < 160:
+            return "a control character %s" % quoted(ch)
+        return "the character %s" % quoted(ch)
+    return None
+
+
+def mount_options_problem(options):
+    """Why ``options`` (a list, or one comma-separated string) cannot go into an fstab line; None when fine."""
+    for opt in ([options] if isinstance(options, str) else options or []):
+        text = str(opt)
+        for piece in text.split(","):
+            what = _bad_char(piece, _MOUNT_OPTION_CHARS)
+            if what:
+                return ("%s contains %s; a mount option may contain only letters, digits and . _ : = @ / + - "
+                        "(one option per list item)" % (quoted(text), what))
+    return None
+
+
+def device_timeout_problem(timeout):
+    if not _TIME_SPAN.match(str(timeout)):
+        return "%s is not a systemd time span such as 30s" % quoted(str(timeout))
+    return None
+
+
+def system_dir(path):
+    """The system directory ``path`` is or lies in (``/etc`` for ``/etc/x``), None when it is neither."""
+    if path in SYSTEM_DIRS:
+        return path
+    for top in SYSTEM_TREES:
+        if path.startswith(top + "/"):
+            return top
+    return None
+
+
+def _system_words(path):
+    top = system_dir(path)
+    if top is None:
+        return None
+    return "a system directory" if top == path else "inside the system directory %s" % top
+
+
+def mount_point_problem(path, tier):
+    """Why ``path`` cannot be ``tier``'s mount point by its spelling alone; None when it can."""
+    suggestion = "choose a dedicated path such as %s" % SUGGESTED_MOUNT[tier]
+    if not isinstance(path, str) or not path:
+        return "%s is not a path; %s" % (quoted(path if path is not None else ""), suggestion)
+    what = _bad_char(path, _MOUNT_POINT_CHARS)
+    if what:
+        return ("%s contains %s; a mount point may contain only letters, digits, '.', '_', '-' and '/' (the POSIX "
+                "portable filename characters); %s" % (quoted(path), what, suggestion))
+    if not path.startswith("/"):
+        return "%s is a relative path; a mount point is absolute, e.g. %s" % (quoted(path), SUGGESTED_MOUNT[tier])
+    if ".." in path.split("/"):
+        return "%s contains '..'; write the directory itself, e.g. %s" % (quoted(path), SUGGESTED_MOUNT[tier])
+    normal = "/" + posixpath.normpath(path).lstrip("/")
+    if normal != path:
+        return "%s is not in normal form; write it as %s" % (quoted(path), normal)
+    words = _system_words(path)
+    if words:
+        return "%s is %s; %s" % (quoted(path), words, suggestion)
+    return None
+
+
+def parse_mountinfo(text):
+    """``[{target, source, fstype}]`` of ``/proc/self/mountinfo`` (proc_pid_mountinfo(5): field 5 is
+    the mount point, after the ``-`` separator come the filesystem type and the source; space, tab,
+    line feed and backslash are written as octal escapes ``\\040`` ...)."""
+    out = []
+    for line in (text or "").splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, rest = head.split(" "), tail.split(" ")
+        if not sep or len(fields) < 5 or not fields[4].startswith("/"):
+            continue
+        out.append({"target": _unescape(fields[4]), "fstype": _unescape(rest[0]),
+                    "source": _unescape(rest[1]) if len(rest) > 1 else ""})
+    return out
+
+
+def _unescape(field):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _below(path, top):
+    return path.startswith(top.rstrip("/") + "/") and path != top
 
 
 def stable_id(disk):
@@ -276,8 +407,9 @@ def classify(disk, tier, mountpoint):
 class _Run(object):
     """One planning run: the options, what the user named, and every message found so far."""
 
-    def __init__(self, disks, config):
+    def __init__(self, disks, config, node=None):
         self.config = with_defaults(config)
+        self.node = node
         self.host = self.config.get("host") or "localhost"
         self.prefix = self.config.get("var_prefix") or ""
         self.safe_mode = bool(self.config["safe_mode"])
@@ -313,6 +445,90 @@ def _check_layouts(run):
         devices = run.config["%s_devices" % tier]
         if devices != "auto" and not isinstance(devices, list):
             run.err("%s_devices" % tier, "must be 'auto' or a list of stable ids, got %r", devices)
+
+
+def _check_fstab_fields(run):
+    """Mount points and options that cannot be written into an fstab line, or that point at the system."""
+    for tier in TIERS:
+        tc = run.tier(tier)
+        if tc["enabled"]:
+            bad = mount_point_problem(tc["mount"], tier)
+            if bad:
+                run.err("%s_mount" % tier, "%s", bad)
+    bad = mount_options_problem(run.config["mount_options"])
+    if bad:
+        run.err("mount_options", "%s", bad)
+    bad = device_timeout_problem(run.config["device_timeout"])
+    if bad:
+        run.err("device_timeout", "%s", bad)
+
+
+def _resolved(run, path):
+    """Where ``path`` leads on the node (symbolic links followed; None: a loop of links), when the module looked."""
+    real = (run.node or {}).get("realpath") or {}
+    return real[path] if path in real else path
+
+
+def _own_mounts(run, tier):
+    """Mount points of this tier's own devices (a re-run finds its filesystem mounted there)."""
+    own = set()
+    for d in [c for c, _s in run.chosen[tier]] + [r for r, _q in run.requested[tier]]:
+        own.update((d.get("in_use") or {}).get("mounted") or [])
+    return own
+
+
+def _check_mount_points(run):
+    """What the spelling cannot show: a link to a system directory, something mounted there or
+    below it now (the node's mountinfo), and the two tiers on one point or one inside the other."""
+    places = {}
+    for tier in TIERS:
+        tc = run.tier(tier)
+        if not tc["enabled"] or mount_point_problem(tc["mount"], tier):
+            continue
+        option, path = "%s_mount" % tier, tc["mount"]
+        real = _resolved(run, path)
+        if real is None:
+            run.err(option, "%s is a loop of symbolic links; choose a dedicated path such as %s", quoted(path),
+                    SUGGESTED_MOUNT[tier])
+            continue
+        if real != path and _system_words(real):
+            run.err(option, "%s resolves to %s (a symbolic link), %s; choose a dedicated path such as %s",
+                    quoted(path), quoted(real), _system_words(real), SUGGESTED_MOUNT[tier])
+            continue
+        places[tier] = real
+        if run.node is not None and run.chosen[tier]:
+            _check_mounted_there(run, tier, option, path, real)
+    if len(places) == 2:
+        hot, cold = places["hot"], places["cold"]
+        if hot == cold:
+            run.err("cold_mount", "%s is also %s; each tier needs a mount point of its own (e.g. %s and %s)",
+                    quoted(run.tier("cold")["mount"]), run.opt("hot_mount"), SUGGESTED_MOUNT["hot"], SUGGESTED_MOUNT["cold"])
+        for inner, outer in (("cold", "hot"), ("hot", "cold")):
+            if _below(places[inner], places[outer]):
+                run.err("%s_mount" % inner, "%s is inside %s %s; the tiers' mount points must not contain each other "
+                        "(e.g. %s and %s)", quoted(run.tier(inner)["mount"]), run.opt("%s_mount" % outer),
+                        quoted(run.tier(outer)["mount"]), SUGGESTED_MOUNT["hot"], SUGGESTED_MOUNT["cold"])
+
+
+def _check_mounted_there(run, tier, option, path, real):
+    mounts = run.node.get("mounts")
+    if mounts is None:
+        run.err(option, "the node's mount table (/proc/self/mountinfo) could not be read completely (%s); nothing "
+                "is mounted without it", run.node.get("mounts_error") or "unreadable")
+        return
+    own = _own_mounts(run, tier)
+    here = [m for m in mounts if m["target"] == real and m["target"] not in own]
+    below = [m for m in mounts if _below(m["target"], real) and m["target"] not in own]
+    shown = quoted(path) if real == path else "%s (%s)" % (quoted(path), quoted(real))
+    if here:
+        run.err(option, "%s is the mount point of %s (%s) now; a tier needs a mount point of its own: choose a "
+                "dedicated path such as %s", shown, quoted(here[-1]["source"]), quoted(here[-1]["fstype"]),
+                SUGGESTED_MOUNT[tier])
+    elif below:
+        names = ", ".join(quoted(m["target"]) for m in below[:3]) + (" and %d more" % (len(below) - 3) if len(below) > 3 else "")
+        run.err(option, "%s holds the mount point%s %s; a tier mounted there would hide %s: choose a dedicated path "
+                "such as %s", shown, "s" if len(below) > 1 else "", names, "them" if len(below) > 1 else "it",
+                SUGGESTED_MOUNT[tier])
 
 
 def _resolve_wipe_allowed(run):
@@ -476,22 +692,27 @@ def _assemble(run):
     return plan
 
 
-def plan_storage(disks, config):
+def plan_storage(disks, config, node=None):
     """Plan both tiers. Returns the plan dict; raises StoragePlanError listing every problem.
 
     ``disks``: :class:`blockdev.BlockDevices` entries. ``config``: the :data:`OPTIONS` (missing
-    ones take their defaults) plus ``host`` and ``var_prefix`` for messages.
+    ones take their defaults) plus ``host`` and ``var_prefix`` for messages. ``node``: what the
+    module read on the target for the mount points: ``{"mounts": parse_mountinfo(...) or None when
+    unreadable, "mounts_error": why, "realpath": {mount option value: where it resolves}}``; None
+    (unit tests of other rules) skips the checks that need it.
     """
-    run = _Run(disks, config)
+    run = _Run(disks, config, node)
     _check_layouts(run)
     if run.errors:
         raise StoragePlanError(run.errors)
+    _check_fstab_fields(run)
     _resolve_wipe_allowed(run)
     for tier in TIERS:
         tc = run.tier(tier)
         if tc["enabled"]:
             (_select_auto if tc["devices"] == "auto" else _select_explicit)(run, tier, tc)
     _check_both_tiers(run)
+    _check_mount_points(run)
     for tier in TIERS:
         _check_counts(run, tier, run.tier(tier))
     if run.errors:

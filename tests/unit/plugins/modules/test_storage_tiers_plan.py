@@ -47,3 +47,114 @@ def test_in_container(tmp_path):
     assert mod.in_container(str(tmp_path)) is True
     write(str(tmp_path / "d"), "/.dockerenv", "")
     assert mod.in_container(str(tmp_path / "d")) is True
+
+
+# -------------------------------------------------------------------- the mount points on the node (issue 18.7)
+import os  # noqa: E402
+
+from ansible_collections.dlrack.node.plugins.module_utils.storage import plan as sp  # noqa: E402
+
+from blocktrees import TOSHIBA_ID, toshiba  # noqa: E402
+from testpaths import DATA  # noqa: E402
+
+# the captured container table (tests/data/storage/README.md) plus a data mount in the documented format
+CAPTURED = os.path.join(DATA, "storage", "mountinfo-podman-bookworm.txt")
+EXTRA = ("200 127 259:7 / /srv/busy rw,relatime - ext4 /dev/nvme9n1 rw\n"
+         "201 127 0:70 / /data/with\\040space rw - tmpfs tmpfs rw\n")
+
+
+def node_tree(tmp_path):
+    root = toshiba(tmp_path)
+    with open(CAPTURED) as fh:
+        write(root, "/proc/self/mountinfo", fh.read() + EXTRA)
+    link(root, "/data", "/etc")                        # absolute: starts again at the node's root
+    link(root, "/srv/rel", "../etc")
+    link(root, "/srv/loop1", "loop2")
+    link(root, "/srv/loop2", "loop1")
+    os.makedirs(os.path.join(root, "opt", "ml"))
+    return root
+
+
+def test_read_mounts_from_a_captured_table(tmp_path):
+    root = node_tree(tmp_path)
+    mounts, error = mod.read_mounts(root)
+    assert error is None
+    targets = [m["target"] for m in mounts]
+    assert targets[:4] == ["/", "/proc", "/dev", "/sys"] and "/etc/hosts" in targets
+    assert {"target": "/etc/resolv.conf", "fstype": "ext4", "source": "/dev/vda"} in mounts
+    assert mounts[-2:] == [{"target": "/srv/busy", "fstype": "ext4", "source": "/dev/nvme9n1"},
+                           {"target": "/data/with space", "fstype": "tmpfs", "source": "tmpfs"}]
+
+
+def test_a_table_too_long_or_missing_is_no_answer(tmp_path, monkeypatch):
+    root = node_tree(tmp_path)
+    monkeypatch.setattr(mod, "MOUNTINFO_LIMIT", 1 << 10)
+    assert mod.read_mounts(root) == (None, "/proc/self/mountinfo is over 0 MiB")
+    monkeypatch.setattr(mod, "MOUNTINFO_LIMIT", 8 << 20)
+    assert mod.read_mounts(str(tmp_path / "nothing")) == (
+        None, "cannot read /proc/self/mountinfo: No such file or directory")
+
+
+def test_resolve_under_follows_links_as_the_kernel_does(tmp_path):
+    root = node_tree(tmp_path)
+    assert mod.resolve_under(root, "/data/hot") == "/etc/hot"
+    assert mod.resolve_under(root, "/srv/rel/x") == "/etc/x"
+    assert mod.resolve_under(root, "/srv/loop1/x") is None
+    assert mod.resolve_under(root, "/opt/ml") == "/opt/ml"
+    assert mod.resolve_under(root, "/not/there/yet") == "/not/there/yet"
+    view = mod.node_view(root, {"hot_mount": "/data/hot", "cold_mount": "relative"})
+    assert view["realpath"] == {"/data/hot": "/etc/hot"} and view["mounts_error"] is None
+
+
+class FakeModule(object):
+    def __init__(self, params):
+        self.params, self.check_mode, self.calls, self.warnings = params, True, [], []
+
+    def get_bin_path(self, name):
+        return "/sbin/" + name
+
+    def run_command(self, argv):
+        self.calls.append(list(argv))
+        return 2, "", ""          # blkid -p: nothing found
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+    def fail_json(self, **kw):
+        raise SystemExit(("fail", kw))
+
+    def exit_json(self, **kw):
+        raise SystemExit(("exit", kw))
+
+
+def run_main(monkeypatch, tmp_path, **params):
+    p = sp.with_defaults(dict(params, hot_devices=[TOSHIBA_ID], cold_enabled=False))
+    p["var_prefix"] = "storage_tiers_"
+    fake = FakeModule(p)
+    monkeypatch.setattr(mod, "AnsibleModule", lambda **kw: fake)
+    monkeypatch.setattr(mod, "ROOT", node_tree(tmp_path))
+    with pytest.raises(SystemExit) as e:
+        mod.main()
+    return fake, e.value.args[0]
+
+
+@pytest.mark.parametrize("mount,why", [
+    ("/data/hot", '"/data/hot" resolves to "/etc/hot" (a symbolic link), inside the system directory /etc; choose a '
+                  "dedicated path such as /data/hot"),
+    ("/srv/busy", '"/srv/busy" is the mount point of "/dev/nvme9n1" ("ext4") now; a tier needs a mount point of its own'),
+    ("/srv/loop1/hot", '"/srv/loop1/hot" is a loop of symbolic links'),
+    ("/etc/hostname", '"/etc/hostname" is inside the system directory /etc'),
+])
+def test_main_refuses_where_the_node_shows_the_system(monkeypatch, tmp_path, mount, why):
+    fake, (kind, res) = run_main(monkeypatch, tmp_path, hot_mount=mount)
+    assert kind == "fail", res
+    assert len(res["errors"]) == 1 and res["errors"][0].startswith(
+        "%s: storage_tiers_hot_mount: %s" % (mod.socket.gethostname(), why)), res["errors"]
+    assert res["msg"].startswith("storage_tiers: refusing to touch any device: ")
+    assert all(c[:2] == ["/sbin/blkid", "-p"] for c in fake.calls), fake.calls   # read-only
+
+
+def test_main_plans_a_dedicated_mount_point(monkeypatch, tmp_path):
+    fake, (kind, res) = run_main(monkeypatch, tmp_path, hot_mount="/opt/ml/hot")
+    assert kind == "exit" and res["changed"] is False, res
+    assert res["plan"]["hot"]["filesystems"][0]["mount"] == "/opt/ml/hot"

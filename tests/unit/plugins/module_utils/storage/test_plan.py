@@ -1,5 +1,6 @@
 """Unit tests of the storage-tier planner: selection, refusals, RAID geometry, XFS alignment."""
 import copy
+import json
 
 import pytest
 
@@ -571,3 +572,229 @@ def test_device_path_is_kept_and_one_device_is_single():
     assert plan["hot"]["devices"] == [{"id": "/dev/disk/by-id/dm-uuid-mpath-3600a0b8", "path": "/dev/mapper/mpatha",
                                        "name": "dm-3", "state": "free"}]
     assert plan["hot"]["layout"] == "single" and plan["filesystems"][0]["device"] == "/dev/mapper/mpatha"
+
+
+# -------------------------------------------------------------------- where a tier mounts (issue 18.7)
+def refused(disks, _node=None, **kw):
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(disks, cfg(**kw), *([_node] if _node is not None else []))
+    return e.value.messages
+
+
+@pytest.mark.parametrize("path,why", [
+    ("/", '"/" is a system directory; choose a dedicated path such as /data/hot'),
+    ("/etc", '"/etc" is a system directory; choose a dedicated path such as /data/hot'),
+    ("/var", '"/var" is a system directory; choose a dedicated path such as /data/hot'),
+    ("/boot/efi", '"/boot/efi" is a system directory'),
+    ("/home", '"/home" is a system directory'),
+    ("/usr/local", '"/usr/local" is a system directory'),
+    ("/var/lib", '"/var/lib" is a system directory'),
+    ("/mnt", '"/mnt" is a system directory'),
+    ("/etc/hot", '"/etc/hot" is inside the system directory /etc; choose a dedicated path such as /data/hot'),
+    ("/usr/share/data", '"/usr/share/data" is inside the system directory /usr'),
+    ("/run/hot", '"/run/hot" is inside the system directory /run'),
+    ("/proc/1", '"/proc/1" is inside the system directory /proc'),
+    ("/tmp/hot", '"/tmp/hot" is inside the system directory /tmp'),
+    ("data/hot", '"data/hot" is a relative path; a mount point is absolute, e.g. /data/hot'),
+    ("../hot", '"../hot" is a relative path'),
+    ("/mnt/../etc", '"/mnt/../etc" contains \'..\'; write the directory itself, e.g. /data/hot'),
+    ("/data/hot/..", '"/data/hot/.." contains \'..\''),
+    ("/data//hot", '"/data//hot" is not in normal form; write it as /data/hot'),
+    ("/data/hot/", '"/data/hot/" is not in normal form; write it as /data/hot'),
+    ("/data/./hot", '"/data/./hot" is not in normal form; write it as /data/hot'),
+    ("//etc", '"//etc" is not in normal form; write it as /etc'),
+    ("/data/hot\n/dev/sdb /etc", '"/data/hot\\n/dev/sdb /etc" contains a line break; a mount point may contain only '
+                                 "letters, digits, '.', '_', '-' and '/' (the POSIX portable filename characters)"),
+    ("/data/hot xfs", '"/data/hot xfs" contains whitespace'),
+    ("/data/h\tot", '"/data/h\\tot" contains whitespace'),
+    ("/data/#hot", '"/data/#hot" contains the character "#"'),
+    ("/data/\x1b]52;c;aGk=\x07", '"/data/\\u001b]52;c;aGk=\\u0007" contains a control character "\\u001b"'),
+    ("/data/h\\040ot", '"/data/h\\\\040ot" contains the character "\\\\"'),
+    ("", '"" is not a path'),
+])
+def test_a_tier_never_mounts_on_the_system_or_an_odd_path(path, why):
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, hot_mount=path)
+    assert len(msgs) == 1 and msgs[0].startswith("gpu01: storage_tiers_hot_mount: " + why), msgs
+
+
+def test_the_issue_example_word_for_word_and_every_problem_at_once():
+    disks = node(1, 1)
+    disks[2]["probe"] = {"type": "ext4"}
+    msgs = refused(disks, hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single", hot_mount="/var",
+                   cold_mount="/etc", mount_options=["noatime", "x#y"], device_timeout="30s\nUUID=1 / xfs")
+    assert msgs == [
+        'gpu01: storage_tiers_hot_mount: "/var" is a system directory; choose a dedicated path such as /data/hot',
+        'gpu01: storage_tiers_cold_mount: "/etc" is a system directory; choose a dedicated path such as /data/archive',
+        'gpu01: storage_tiers_mount_options: "x#y" contains the character "#"; a mount option may contain only '
+        "letters, digits and . _ : = @ / + - (one option per list item)",
+        'gpu01: storage_tiers_device_timeout: "30s\\nUUID=1 / xfs" is not a systemd time span such as 30s',
+        "gpu01: storage_tiers_cold_devices: HD00 carries a ext4 filesystem. Nothing was changed. To erase it and use it "
+        "anyway: add HD00 to storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false for that run "
+        "(everything on it is lost)."]
+
+
+@pytest.mark.parametrize("opts,why", [
+    (["noatime", "nodev\n/dev/sdb /etc xfs defaults 0 0"], '"nodev\\n/dev/sdb /etc xfs defaults 0 0" contains a line break'),
+    (["noatime\r"], '"noatime\\r" contains a line break'),
+    (["noatime nodev"], '"noatime nodev" contains whitespace'),
+    (["context=\"system_u:object_r:a,b\""], 'contains the character "\\""'),
+    (["uid=0;reboot"], 'contains the character ";"'),
+    (["comment=\\012"], 'contains the character "\\\\"'),
+    ("noatime,#x", '"noatime,#x" contains the character "#"'),
+])
+def test_mount_options_that_would_change_the_fstab_line_are_refused(opts, why):
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, mount_options=opts)
+    assert len(msgs) == 1 and msgs[0].startswith("gpu01: storage_tiers_mount_options: ") and why in msgs[0], msgs
+
+
+@pytest.mark.parametrize("timeout", ["30s\n", "30s\nUUID=x / xfs defaults 0 0", "30 s", "-1s", "30s#"])
+def test_a_device_timeout_that_is_not_a_time_span_is_refused(timeout):
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, device_timeout=timeout)
+    assert msgs == ["gpu01: storage_tiers_device_timeout: %s is not a systemd time span such as 30s" % json.dumps(timeout)]
+    with pytest.raises(sp.StoragePlanError):
+        sp.mount_options(["noatime"], timeout)
+
+
+def test_real_options_and_dedicated_paths_still_plan():
+    opts = ["noatime", "logbsize=256k,allocsize=64m", "x-systemd.requires=/dev/disk/by-id/x", "x-systemd.mount-timeout=5min",
+            "context=system_u:object_r:container_file_t:s0", "", "uid=0"]
+    plan = sp.plan_storage(node(1, 1), cfg(hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single",
+                                           hot_mount="/data/hot", cold_mount="/srv/archive", mount_options=opts))
+    assert plan["hot"]["filesystems"][0]["mount"] == "/data/hot" and plan["cold"]["mount"] == "/srv/archive"
+    assert plan["hot"]["filesystems"][0]["mount_opts"] == (
+        "noatime,logbsize=256k,allocsize=64m,x-systemd.requires=/dev/disk/by-id/x,x-systemd.mount-timeout=5min,"
+        "context=system_u:object_r:container_file_t:s0,uid=0,nofail,x-systemd.device-timeout=30s")
+    for path in ("/var/lib/docker", "/home/data", "/opt/ml", "/mnt/hot", "/scratch", "/data-1/hot_2.x"):
+        assert sp.mount_point_problem(path, "hot") is None, path
+
+
+@pytest.mark.parametrize("hot,cold,option,why", [
+    ("/data", "/data", "cold", '"/data" is also storage_tiers_hot_mount; each tier needs a mount point of its own '
+                               "(e.g. /data/hot and /data/archive)"),
+    ("/data", "/data/archive", "cold", '"/data/archive" is inside storage_tiers_hot_mount "/data"; the tiers\' mount '
+                                       "points must not contain each other (e.g. /data/hot and /data/archive)"),
+    ("/data/archive/hot", "/data/archive", "hot", '"/data/archive/hot" is inside storage_tiers_cold_mount "/data/archive"; '
+                                                   "the tiers' mount points must not contain each other (e.g. /data/hot "
+                                                   "and /data/archive)"),
+])
+def test_the_tiers_never_share_or_nest_their_mount_points(hot, cold, option, why):
+    msgs = refused(node(1, 1), hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single", hot_mount=hot,
+                   cold_mount=cold)
+    assert msgs == ["gpu01: storage_tiers_%s_mount: %s" % (option, why)]
+    # neighbours that share a prefix are not nested
+    assert sp.plan_storage(node(1, 1), cfg(hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single",
+                                           hot_mount="/data/hot", cold_mount="/data/hot2"))
+
+
+def test_a_disabled_tier_s_mount_point_is_not_judged():
+    plan = sp.plan_storage(node(1, 0), cfg(hot_devices=["NV00"], cold_enabled=False, cold_mount="/etc",
+                                           hot_mount="/data/hot"))
+    assert plan["hot"]["mount"] == "/data/hot"
+    assert sp.plan_storage(node(1, 0), cfg(hot_devices=["NV00"], cold_enabled=False, cold_mount="/data/hot"))
+
+
+MOUNTS = [{"target": "/", "source": "/dev/vda1", "fstype": "ext4"},
+          {"target": "/data", "source": "/dev/vda3", "fstype": "ext4"},
+          {"target": "/srv/nfs", "source": "filer:/export", "fstype": "nfs4"},
+          {"target": "/srv/nfs/a", "source": "filer:/a", "fstype": "nfs4"},
+          {"target": "/mnt/hot", "source": "/dev/md127", "fstype": "xfs"}]
+
+
+def view(mounts=MOUNTS, **real):
+    return {"mounts": mounts, "mounts_error": None, "realpath": real}
+
+
+def test_where_something_else_is_mounted_now_is_refused():
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, hot_mount="/data", _node=view())
+    assert msgs == ['gpu01: storage_tiers_hot_mount: "/data" is the mount point of "/dev/vda3" ("ext4") now; a tier '
+                    "needs a mount point of its own: choose a dedicated path such as /data/hot"]
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, hot_mount="/srv", _node=view())
+    assert msgs[0].endswith('"/srv" is a system directory; choose a dedicated path such as /data/hot')
+    msgs = refused(node(0, 1), cold_devices=["HD00"], hot_enabled=False, cold_level="single", cold_mount="/srv/nfs",
+                   _node=view())
+    assert msgs == ['gpu01: storage_tiers_cold_mount: "/srv/nfs" is the mount point of "filer:/export" ("nfs4") now; '
+                    "a tier needs a mount point of its own: choose a dedicated path such as /data/archive"]
+
+
+def test_a_link_to_the_system_over_other_mounts_is_refused_and_below_a_data_mount_is_fine():
+    msgs = refused(node(0, 1), cold_devices=["HD00"], hot_enabled=False, cold_level="single", cold_mount="/data/x",
+                   _node=view(**{"/data/x": "/etc"}))
+    assert msgs == ['gpu01: storage_tiers_cold_mount: "/data/x" resolves to "/etc" (a symbolic link), a system '
+                    "directory; choose a dedicated path such as /data/archive"]
+    msgs = refused(node(0, 1), cold_devices=["HD00"], hot_enabled=False, cold_level="single", cold_mount="/data/x",
+                   _node=view(**{"/data/x": "/srv/nfs"}))
+    assert msgs == ['gpu01: storage_tiers_cold_mount: "/data/x" ("/srv/nfs") is the mount point of "filer:/export" '
+                    '("nfs4") now; a tier needs a mount point of its own: choose a dedicated path such as /data/archive']
+    msgs = refused(node(1, 1), hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single", hot_mount="/data/h",
+                   cold_mount="/data/c", _node=view(**{"/data/c": "/data/h/c"}))
+    assert msgs == ['gpu01: storage_tiers_cold_mount: "/data/c" is inside storage_tiers_hot_mount "/data/h"; the '
+                    "tiers' mount points must not contain each other (e.g. /data/hot and /data/archive)"]
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(node(0, 1), cfg(cold_devices=["HD00"], hot_enabled=False, cold_level="single"),
+                        view([{"target": "/mnt/archive/nfs", "source": "filer:/x", "fstype": "nfs4"}]))
+    assert e.value.messages == ['gpu01: storage_tiers_cold_mount: "/mnt/archive" holds the mount point '
+                                '"/mnt/archive/nfs"; a tier mounted there would hide it: choose a dedicated path such '
+                                "as /data/archive"]
+    with pytest.raises(sp.StoragePlanError) as e:
+        sp.plan_storage(node(0, 1), cfg(cold_devices=["HD00"], hot_enabled=False, cold_level="single",
+                                        cold_mount="/srv/nfs0"), view([{"target": "/srv/nfs0/%d" % i, "source": "s",
+                                                                        "fstype": "nfs"} for i in range(5)]))
+    assert e.value.messages[0].endswith('"/srv/nfs0" holds the mount points "/srv/nfs0/0", "/srv/nfs0/1", "/srv/nfs0/2" '
+                                        "and 2 more; a tier mounted there would hide them: choose a dedicated path such "
+                                        "as /data/archive")
+    plan = sp.plan_storage(node(1, 0), cfg(hot_devices=["NV00"], cold_enabled=False, hot_mount="/data/hot"), view())
+    assert plan["hot"]["mount"] == "/data/hot"   # below /data (a mount of the system disk) is where data goes
+
+
+def test_a_rerun_finds_its_own_filesystem_mounted_there():
+    disks = node(2, 0)
+    for d in disks[1:3]:
+        d["probe"] = {"type": "linux_raid_member", "label": "gpu01:dlrack-hot", "uuid": "1:2:3:4"}
+        d["in_use"].update(holders=["md127"], mounted=["/mnt/hot"])
+    plan = sp.plan_storage(disks, cfg(cold_enabled=False), view())
+    assert [d["state"] for d in plan["hot"]["devices"]] == ["ours", "ours"]
+    jbod = node(2, 0)
+    for i, d in enumerate(jbod[1:3]):
+        d["probe"] = {"type": "xfs", "label": "dlrack-hot%d" % i}
+        d["in_use"].update(signatures=["xfs"], mounted=["/mnt/hot/%d" % i])
+    mounts = MOUNTS[:4] + [{"target": "/mnt/hot/%d" % i, "source": "/dev/nvme%dn1" % i, "fstype": "xfs"} for i in (0, 1)]
+    plan = sp.plan_storage(jbod, cfg(cold_enabled=False, hot_layout="jbod"), view(mounts))
+    assert [f["mount"] for f in plan["filesystems"]] == ["/mnt/hot/0", "/mnt/hot/1"]
+    # someone else's mount stacked below the tier is still refused
+    with pytest.raises(sp.StoragePlanError, match='"/mnt/hot" holds the mount point "/mnt/hot/scratch"'):
+        sp.plan_storage(jbod, cfg(cold_enabled=False, hot_layout="jbod"),
+                        view(mounts + [{"target": "/mnt/hot/scratch", "source": "tmpfs", "fstype": "tmpfs"}]))
+
+
+def test_a_tier_without_devices_mounts_nothing_so_its_busy_mount_point_is_no_error():
+    # the cold archive is an NFS mount at /mnt/archive and the node has no HDD: nothing is planned there
+    plan = sp.plan_storage(node(1, 0), cfg(hot_devices=["NV00"], hot_mount="/data/hot"),
+                           view(MOUNTS + [{"target": "/mnt/archive", "source": "filer:/archive", "fstype": "nfs4"}]))
+    assert plan["cold"]["devices"] == [] and "gpu01: no device for the cold tier (none free)" in plan["warnings"]
+
+
+def test_an_unreadable_mount_table_or_a_link_loop_is_refused():
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False,
+                   _node={"mounts": None, "mounts_error": "/proc/self/mountinfo is over 8 MiB", "realpath": {}})
+    assert msgs == ["gpu01: storage_tiers_hot_mount: the node's mount table (/proc/self/mountinfo) could not be read "
+                    "completely (/proc/self/mountinfo is over 8 MiB); nothing is mounted without it"]
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, _node=view(**{"/mnt/hot": None}))
+    assert msgs == ['gpu01: storage_tiers_hot_mount: "/mnt/hot" is a loop of symbolic links; choose a dedicated path '
+                    "such as /data/hot"]
+
+
+def test_node_strings_in_messages_are_escaped():
+    mounts = [{"target": "/data/hot", "source": "/dev/x\x1b]52;c;aGk=\x07", "fstype": "ext4\n"}]
+    msgs = refused(node(1, 0), hot_devices=["NV00"], cold_enabled=False, hot_mount="/data/hot", _node=view(mounts))
+    assert "\x1b" not in msgs[0] and "\n" not in msgs[0] and '"/dev/x\\u001b]52;c;aGk=\\u0007" ("ext4\\n")' in msgs[0]
+
+
+def test_parse_mountinfo_documented_and_escaped_fields():
+    text = ("36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"   # proc_pid_mountinfo(5)
+            "40 27 8:17 / /data/my\\040disk\\012x rw,relatime shared:5 master:2 - xfs /dev/sdb1 rw\n"
+            "41 27 0:50 / /run/user/0 rw - tmpfs tmpfs rw\n"
+            "garbage\n")
+    assert sp.parse_mountinfo(text) == [
+        {"target": "/mnt2", "fstype": "ext3", "source": "/dev/root"},
+        {"target": "/data/my disk\nx", "fstype": "xfs", "source": "/dev/sdb1"},
+        {"target": "/run/user/0", "fstype": "tmpfs", "source": "tmpfs"}]
