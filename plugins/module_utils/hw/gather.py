@@ -5,8 +5,9 @@
 
 One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
 (when it exists), ``nvidia-smi nvlink -s`` (only when the XML lists two or more GPUs, not all in
-MIG mode: ``wants_nvlink_status``), ``dmidecode -t memory`` (as root, when it exists) and
-``blkid -p`` per disk and partition (as root). Commands go through an injected
+MIG mode: ``wants_nvlink_status``), for AMD/Hygon GPUs ``amd-smi static|metric --json`` or
+``rocm-smi`` / ``hy-smi --json`` (GPUs are read through the vendor seam, hw/gpu/),
+``dmidecode -t memory`` (as root, when it exists) and ``blkid -p`` per disk and partition (as root). Commands go through an injected
 ``run_command(argv) -> (rc, out, err)`` so tests can pass real captured outputs; the default (and
 the module's) is system/command.py's bounded runner: each command is killed after
 ``DEFAULT_COMMAND_TIMEOUT_S`` and stopped past ``DEFAULT_OUTPUT_LIMIT`` bytes per stream. A command
@@ -24,7 +25,8 @@ Unknown values are ``None``, never guessed.
 Keys beyond the contract (all optional for consumers): ``cpu.{cores_per_socket,
 threads_per_core, vendor_id, family, model_id, stepping}``, ``memory.{installed_mb, dimm_count,
 dimms}``, ``gpus[].{driver, vendor_id, device_id, serial, mig_mode, virtualization_mode,
-ecc_errors, retired_pages, remapped_rows}``, ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
+ecc_errors, retired_pages, remapped_rows}`` (AMD GPUs also ``vendor, interconnect, ras,
+render_node, kfd_node, package``: hw/gpu/amd.py), ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
 ``disks[].{path, rotational, removable, read_only, role, wwid, wwn, by_id_all, probe}`` (see
 blockdev.py), ``host``, ``uptime_s``, ``errors``.
 """
@@ -44,10 +46,11 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import (
     READ_LIMIT, container_marker, listdir, natural_key, parse_cpuinfo, read_int, read_text,
     read_uptime, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
-    ParseError, normalize_pci_bus_id)
+    ParseError)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
-from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import sysfs_pci
+from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as gpu_pci
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 try:
@@ -57,8 +60,6 @@ except ImportError:  # pragma: no cover - edac.py ships with the collection
 
 SCHEMA_VERSION = 1
 SUBSETS = ("cpu", "memory", "gpus", "disks", "edac", "host")
-NVIDIA_VENDOR = "0x10de"
-GPU_CLASSES = ("0x0300", "0x0302")
 TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
@@ -269,182 +270,21 @@ def _gather_memory(root, want_memory, want_edac, run, dmidecode_path, errors):
 
 
 # --------------------------------------------------------------------------------------------
-# gpus
+# gpus: the vendor seam (hw/gpu/) walks the PCI bus and asks each vendor's module; the names
+# below stay importable from here
 
-def _blank_gpu(bus):
-    return {"index": None, "uuid": None, "model": None, "memory_mb": None, "pci_bus_id": bus,
-            "numa_node": None, "local_cpus": None,
-            "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
-                     "gen_host_max": None, "speed": None, "speed_max": None},
-            "ecc_enabled": None, "nvlink_active": None, "driver": None,
-            "vendor_id": NVIDIA_VENDOR, "device_id": None}
-
-
-def _sysfs_gpu(rd, d, bus):
-    g = _blank_gpu(bus)
-    link = sysfs_pci.read_link(d, errors=rd.errors, root=rd.root)
-    g["pcie"].update({"width": link["width"], "width_max": link["width_max"], "gen": link["gen"],
-                      "gen_max": link["gen_max"], "speed": link["speed_gts"],
-                      "speed_max": link["speed_max_gts"]})
-    g["numa_node"] = rd.int(os.path.join(d, "numa_node"))
-    g["local_cpus"] = rd.cpulist(os.path.join(d, "local_cpulist"), "GPU %s local_cpulist" % bus)
-    g["driver"] = readlink_base(os.path.join(d, "driver"))
-    g["device_id"] = (rd.text(os.path.join(d, "device")) or "").lower() or None
-    return g
-
-
-def _sysfs_gpus(rd):
-    """NVIDIA display/3D controllers on the PCI bus. A device whose vendor or class cannot be
-    read is named in ``errors`` (it may be a GPU); one odd device never drops the others."""
-    base = rd.path("/sys/bus/pci/devices")
-    gpus = []
-    for name in rd.listdir(base):
-        d = os.path.join(base, name)
-        before = len(rd.errors)
-        vendor = (rd.text(os.path.join(d, "vendor")) or "").lower()
-        cls = (rd.text(os.path.join(d, "class")) or "").lower()
-        if len(rd.errors) > before:
-            rd.errors.append("PCI device %s: vendor/class unreadable, so a GPU there cannot be "
-                             "recognised; run hw_facts with become: true" % name)
-            continue
-        if vendor != NVIDIA_VENDOR or not cls.startswith(GPU_CLASSES):
-            continue
-        try:
-            bus = normalize_pci_bus_id(name)
-        except ParseError:
-            continue
-        try:
-            gpus.append(_sysfs_gpu(rd, d, bus))
-        except Exception as exc:  # one odd GPU directory keeps its place, with nulls
-            rd.errors.append("GPU %s: unexpected %s reading sysfs: %s" % (bus, type(exc).__name__, exc))
-            gpus.append(_blank_gpu(bus))
-    gpus.sort(key=lambda g: g["pci_bus_id"])
-    return gpus
-
-
-PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+NVIDIA_VENDOR = gpu_seam.nvidia.VENDOR_ID
+GPU_CLASSES = gpu_seam.nvidia.GPU_CLASSES
+wants_nvlink_status = gpu_seam.nvidia.wants_nvlink_status
 
 
 def pci_ids_names(root, device_ids, vendor=NVIDIA_VENDOR):
-    """Names of ``device_ids`` ("0x2330") from the node's pci.ids (pciutils' database), reading
-    only the vendor's block. Returns {device_id: "GH100[H100 SXM5 80GB]"}; {} without pci.ids."""
-    want = set((d or "").lower().replace("0x", "") for d in device_ids if d)
-    if not want:
-        return {}
-    ven = vendor.lower().replace("0x", "")
-    for rel in PCI_IDS_PATHS:
-        path = _p(root, rel)
-        try:
-            fh = open(path, "rb")
-        except (IOError, OSError):
-            continue
-        names = {}
-        with fh:
-            inside = False
-            for raw in fh:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                if not line or line.startswith("#"):
-                    continue
-                if not line.startswith("\t"):
-                    if inside:
-                        break
-                    inside = line[:4].lower() == ven
-                    continue
-                if inside and not line.startswith("\t\t"):
-                    dev, dummy, name = line[1:].partition(" ")
-                    if dev.lower() in want:
-                        names["0x" + dev.lower()] = name.strip()
-        return names
-    return {}
+    """Names of ``device_ids`` from the node's pci.ids (see hw/gpu/pci.py)."""
+    return gpu_pci.pci_ids_names(root, device_ids, vendor)
 
 
-def _merge_smi(g, s):
-    """Fill a sysfs GPU entry from one parse_xml() GPU."""
-    g["uuid"] = s["uuid"]
-    g["model"] = s["product_name"]
-    g["memory_mb"] = s["memory_total_mib"]
-    g["ecc_enabled"] = s["ecc_mode"]["current"]
-    g["serial"] = s["serial"]
-    g["mig_mode"] = s["mig_mode"]["current"]
-    g["virtualization_mode"] = s["virtualization_mode"]
-    sp = s["pcie"]
-    for key in ("width", "width_max", "gen", "gen_max"):
-        if g["pcie"][key] is None:
-            g["pcie"][key] = sp[key]
-    g["pcie"]["gen_host_max"] = sp["gen_host_max"]
-    ee = s.get("ecc_errors")
-    g["ecc_errors"] = dict((k, ee.get(k)) for k in (
-        "volatile_corrected", "volatile_uncorrected", "aggregate_corrected",
-        "aggregate_uncorrected")) if ee else None
-    g["retired_pages"] = s.get("retired_pages")
-    g["remapped_rows"] = s.get("remapped_rows")
-
-
-def wants_nvlink_status(smi_gpus):
-    """``nvidia-smi nvlink -s`` runs (once, for all GPUs) only where its answer matters: two or
-    more GPUs (NVLink joins GPUs; gpu.interconnect does not apply to one) of which at least one
-    is not in MIG mode (NVLink queries are refused in MIG mode)."""
-    return len(smi_gpus) >= 2 and any(s["mig_mode"]["current"] is not True for s in smi_gpus)
-
-
-def _apply_nvlink(gpus, run, nvidia_smi_path, errors):
-    res = run([nvidia_smi_path, "nvlink", "-s"])
-    out = res[1]
-    failed = command.failure(res, "nvidia-smi nvlink -s")
-    if failed:
-        errors.append(failed)
-        return
-    try:
-        status = nvsmi.parse_nvlink_status(out)
-    except ParseError as exc:
-        errors.append(str(exc))
-        return
-    uuids = [st["uuid"] for st in status if st["uuid"]]
-    by_uuid = dict((st["uuid"], st) for st in status) if len(set(uuids)) == len(status) else {}
-    by_index = dict((st["index"], st) for st in status)
-    for g in gpus:
-        st = by_uuid.get(g.get("uuid")) if by_uuid else by_index.get(g.get("smi_index"))
-        if st is not None:
-            g["nvlink_active"] = st["active"]
-
-
-def _gather_gpus(rd, run, nvidia_smi_path, errors):
-    gpus = _sysfs_gpus(rd)
-    for i, g in enumerate(gpus):
-        g["index"] = i
-    # A GPU without driver/nvidia-smi still gets a name from the node's pci.ids; the controller
-    # maps it to a catalogue model (the model itself stays null: it was not reported by the GPU).
-    names = pci_ids_names(rd.root, [g["device_id"] for g in gpus])
-    for g in gpus:
-        g["pci_name"] = names.get(g["device_id"])
-    if not nvidia_smi_path:
-        return gpus
-    res = run([nvidia_smi_path, "-q", "-x"])
-    out = res[1]
-    failed = command.failure(res, "nvidia-smi -q -x")
-    if failed:
-        errors.append(failed)
-        return gpus
-    try:
-        smi = nvsmi.parse_xml(out)
-    except ParseError as exc:
-        errors.append(str(exc))
-        return gpus
-    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
-    ordered = []
-    for s in smi["gpus"]:
-        g = by_bus.pop(s["pci_bus_id"], None) or _blank_gpu(s["pci_bus_id"])
-        _merge_smi(g, s)
-        g["smi_index"] = s["index"]
-        ordered.append(g)
-    if wants_nvlink_status(smi["gpus"]):
-        _apply_nvlink(ordered, run, nvidia_smi_path, errors)
-    # GPUs in sysfs that nvidia-smi did not list (no driver bound, fallen off the bus...)
-    out_list = ordered + sorted(by_bus.values(), key=lambda g: g["pci_bus_id"])
-    for i, g in enumerate(out_list):
-        g["index"] = i
-        g.pop("smi_index", None)
-    return out_list
+def _gather_gpus(rd, run, tools, errors):
+    return gpu_seam.gather_gpus(rd, run, tools, errors)
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,14 +354,15 @@ def _tool(option, name, root, allowed):
 
 
 def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="auto",
-           dmidecode="auto", blkid="auto", command_failures=None):
+           dmidecode="auto", blkid="auto", command_failures=None, amd_smi="auto"):
     """Gather ``dlrack_hw`` (``source: gathered``) from ``root``.
 
     ``subset``: iterable of cpu, memory, gpus, disks, edac, host (default: all). Sections not
     gathered are None. ``run_command(argv) -> (rc, out, err)`` runs the few commands (default:
     subprocess). ``is_root`` defaults to ``os.geteuid() == 0``; dmidecode and blkid run only as
     root. ``nvidia_smi`` / ``dmidecode`` / ``blkid``: 'auto' (look in PATH / under root),
-    'never' (or False), 'always', or an explicit path. ``command_failures``: a list that gets one
+    'never' (or False), 'always', or an explicit path; ``amd_smi`` alike for amd-smi, and
+    'never' also leaves out rocm-smi and hy-smi (hw/gpu/amd.py). ``command_failures``: a list that gets one
     sentence per command that broke its time or output limit (system/command.py's ``problem``).
     """
     root = root or "/"
@@ -564,8 +405,11 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["memory"] = section("memory", lambda: _gather_memory(
             root, "memory" in want, "edac" in want, run, dmi_path, errors))
     if "gpus" in want:
-        smi_path = _tool(nvidia_smi, "nvidia-smi", root, True)
-        doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, smi_path, errors))
+        tools = {"nvidia-smi": _tool(nvidia_smi, "nvidia-smi", root, True),
+                 "amd-smi": _tool(amd_smi, "amd-smi", root, True)}
+        for name in ("rocm-smi", "hy-smi"):
+            tools[name] = None if amd_smi in (False, "never") else _tool("auto", name, root, True)
+        doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, tools, errors))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)
         doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))

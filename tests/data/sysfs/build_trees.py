@@ -226,7 +226,8 @@ def dual_2070_x8():
 
 def amd_dgpu_x8():
     """AMD dGPU behind a PCIe switch (nokyan/resources#512): 01:00.0 x8 of x16, 16 of 32 GT/s.
-    Not an NVIDIA device: the gatherer must not list it."""
+    Not an NVIDIA device: since the AMD vendor seam (issue 21) it is listed as an AMD GPU.
+    The tree name is kept for the tests that use it."""
     root = fresh("amd-dgpu-x8-not-nvidia")
     for f in ("nokyan-resources-issue512-0000_01_00.0-width8-of-16-16GTs-of-32GTs.txt",
               "nokyan-resources-issue512-0000_03_00.0-width16-32GTs.txt"):

@@ -143,9 +143,14 @@ def test_nvidia_smi_failure_is_an_error_not_a_crash():
     assert len(d["gpus"]) == 2 and d["errors"]
 
 
-def test_non_nvidia_gpu_not_listed():
+def test_amd_display_gpu_is_listed_through_the_vendor_seam():
+    # issue 21: an AMD GPU is no longer dropped; this one (VGA class, no other GPU on the node)
+    # is listed as AMD with its real link, x8 of x16, and nothing the tree does not show
     d = gather(root=tree("amd-dgpu-x8-not-nvidia"), run_command=FakeRun(), is_root=False)
-    assert d["gpus"] == []
+    assert [(g["vendor"], g["pci_bus_id"], g["pcie"]["width"], g["pcie"]["width_max"]) for g in d["gpus"]] == [
+        ("amd", "0000:01:00.0", 8, 16)]
+    g = d["gpus"][0]
+    assert (g["model"], g["memory_mb"], g["ecc_enabled"], g["interconnect"]) == (None, None, None, None)
 
 
 def test_garbled_tree_gives_nulls():

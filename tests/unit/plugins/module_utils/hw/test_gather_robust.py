@@ -9,6 +9,7 @@ import tracemalloc
 import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gather as gather_mod
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import nvidia as nvidia_seam
 from ansible_collections.dlrack.node.plugins.module_utils.hw import hostfs
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather, wants_nvlink_status
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
@@ -175,13 +176,13 @@ def test_other_absurd_cpulists(esc, text, why):
 
 
 def test_unexpected_failure_in_one_gpu_keeps_it_and_the_others(esc, monkeypatch):
-    real_gpu = gather_mod._sysfs_gpu
+    real_gpu = nvidia_seam.sysfs_gpu
 
     def flaky(rd, d, bus):
         if bus == "0000:41:00.0":
             raise OverflowError("simulated")
         return real_gpu(rd, d, bus)
-    monkeypatch.setattr(gather_mod, "_sysfs_gpu", flaky)
+    monkeypatch.setattr(nvidia_seam, "sysfs_gpu", flaky)   # the per-device reader moved into the vendor seam
     d = gather(root=str(esc), run_command=no_tools, is_root=False)
     assert [g["pci_bus_id"] for g in d["gpus"]] == ESC_BUSES
     assert d["gpus"][1]["local_cpus"] is None and d["gpus"][2]["local_cpus"] == "32-63"

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPU vendor seam: one module per vendor, chosen by PCI vendor id.
+
+Each vendor module (nvidia.py, amd.py) offers the same interface:
+
+- ``NAME``, ``PCI_VENDORS`` (ids it owns), ``GPU_CLASSES`` (PCI classes that are its GPUs);
+- ``TOOLS``: the command-line tools it may call (looked up by the gatherer, never required);
+- ``sysfs_gpu(rd, devdir, bus[, vendor_id])``: one GPU entry from its PCI device directory
+  (memory, link, ECC state and counters, interconnect, NUMA node, device files where sysfs has
+  them);
+- ``gather(rd, gpus, run, tools, errors)``: that vendor's entries completed from its tools,
+  in the order its runtime enumerates them;
+- ``VISIBLE_DEVICES``: the environment variables that select devices for a job;
+- ``device_files(gpu)``: the device files a job on that GPU needs;
+- ``links_active(gpu)`` and ``INTERCONNECT``: active GPU-GPU links and their kind.
+
+Adding a vendor is one such module plus its PCI ids here, its catalogue data and tests.
+
+``gather_gpus`` walks the PCI bus once, hands each vendor its GPUs and concatenates the answers
+(NVIDIA first, then AMD), numbering them in that order. A node with NVIDIA GPUs only gets
+exactly the entries it got before the seam existed.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd, nvidia
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
+
+VENDORS = (nvidia, amd)
+BY_NAME = {"nvidia": nvidia, "amd": amd, "hygon": amd}
+BY_PCI_ID = dict((pid, mod) for mod in VENDORS for pid in mod.PCI_VENDORS)
+TOOLS = tuple(t for mod in VENDORS for t in mod.TOOLS)
+
+
+def vendor_of(gpu):
+    """The vendor module of one ``dlrack_hw`` GPU entry: its ``vendor`` key, else its PCI
+    ``vendor_id``, else NVIDIA (a schema-1 entry without either is NVIDIA)."""
+    mod = BY_NAME.get(str(gpu.get("vendor") or "").lower())
+    if mod is None:
+        mod = BY_PCI_ID.get(str(gpu.get("vendor_id") or "").lower(), nvidia)
+    return mod
+
+
+def visible_devices_env(gpu):
+    return vendor_of(gpu).VISIBLE_DEVICES
+
+
+def device_files(gpu):
+    return vendor_of(gpu).device_files(gpu)
+
+
+def _classify(rd, name, d):
+    """(vendor module, display-only?) of a PCI device, or (None, False)."""
+    before = len(rd.errors)
+    vendor = (rd.text(os.path.join(d, "vendor")) or "").lower()
+    cls = (rd.text(os.path.join(d, "class")) or "").lower()
+    if len(rd.errors) > before:
+        rd.errors.append("PCI device %s: vendor/class unreadable, so a GPU there cannot be "
+                         "recognised; run hw_facts with become: true" % name)
+        return None, False
+    mod = BY_PCI_ID.get(vendor)
+    if mod is None:
+        return None, False
+    if cls.startswith(mod.GPU_CLASSES):
+        return mod, False
+    if cls.startswith(getattr(mod, "DISPLAY_CLASSES", ())):
+        return mod, True
+    return None, False
+
+
+def gather_gpus(rd, run, tools, errors):
+    """All GPUs of the node. ``tools``: {tool name: path or None} (see ``TOOLS``). A device
+    whose vendor or class cannot be read is named in ``errors`` (it may be a GPU); one odd
+    device never drops the others."""
+    found = dict((mod.NAME, []) for mod in VENDORS)
+    display = []
+    base = rd.path("/sys/bus/pci/devices")
+    for name in rd.listdir(base):
+        d = os.path.join(base, name)
+        mod, display_only = _classify(rd, name, d)
+        if mod is None:
+            continue
+        try:
+            bus = normalize_pci_bus_id(name)
+        except ParseError:
+            continue
+        vendor_id = (rd.text(os.path.join(d, "vendor")) or "").lower()
+        args = (rd, d, bus) if mod is nvidia else (rd, d, bus, vendor_id)
+        try:
+            g = mod.sysfs_gpu(*args)
+        except Exception as exc:  # one odd GPU directory keeps its place, with nulls
+            rd.errors.append("GPU %s: unexpected %s reading sysfs: %s" % (bus, type(exc).__name__, exc))
+            g = mod.blank_gpu(*args[2:])
+        (display if display_only else found[mod.NAME]).append(g)
+    if display and not any(found.values()):
+        # VGA-class AMD devices are GPUs only on a node with no other GPU: next to accelerators
+        # they are the integrated graphics of a Ryzen or a display card
+        found["amd"] = display
+    out = []
+    for mod in VENDORS:
+        gpus = sorted(found[mod.NAME], key=lambda g: g["pci_bus_id"])
+        if gpus or mod is nvidia:   # nvidia-smi may list GPUs that sysfs does not show
+            out.extend(mod.gather(rd, gpus, run, tools, errors))
+    for i, g in enumerate(out):
+        g["index"] = i
+    return out

@@ -1,0 +1,283 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""AMD Instinct (and Hygon DCU, which runs the same amdgpu-derived driver) behind the GPU vendor
+seam (see __init__.py for the interface).
+
+From sysfs alone, with no ROCm tool installed (formats: the kernel's Documentation/gpu/amdgpu/):
+
+- ``<bdf>/mem_info_vram_total``: VRAM in bytes (driver-misc.rst, "GPU Memory Usage Information");
+- ``<bdf>/product_name``, ``serial_number``, ``unique_id``: the board's FRU data (driver-misc.rst);
+- ``<bdf>/ras/features`` and ``ras/<block>_err_count``; ``gpu_vram_bad_pages`` (ras.rst): the
+  ECC mode is the UMC (VRAM) bit of the feature mask, the counters are per RAS block;
+- ``<bdf>/xgmi_hive_info/xgmi_hive_id`` and ``xgmi_device_id`` (driver-core.rst, "AMDGPU XGMI
+  Support"): the XGMI hive the GPU belongs to;
+- the KFD topology ``/sys/class/kfd/kfd/topology/nodes/N/{properties,io_links/M/properties}``
+  (drivers/gpu/drm/amd/amdkfd/kfd_topology.c; link ``type 11`` is XGMI, as ROCm's
+  rocm_smi_io_link.h reads it): the active XGMI links per GPU and the render node;
+- ``<bdf>/drm/renderD*``: the render node a job needs (with ``/dev/kfd``).
+
+Then ``amd-smi static --json`` / ``amd-smi metric --json`` when amd-smi is installed, else
+``rocm-smi --json`` (or Hygon's ``hy-smi --json``), fill what sysfs left unknown. Their parsers
+(parsers/amd_smi.py) accept every JSON shape of the releases; "N/A" stays unknown.
+
+MI250/MI250X carry two GCDs per package: the kernel lists each GCD as its own PCI device with
+its own VRAM (64 GB), so a GPU entry here is one logical device; the catalogue's
+``gcds_per_package`` lets the rules count packages where a rule is about packages (PCIe lanes).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, na
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import amd_smi
+from ansible_collections.dlrack.node.plugins.module_utils.system import command
+
+NAME = "amd"
+PCI_VENDORS = ("0x1002", "0x1d94")
+VENDOR_NAMES = {"0x1002": "amd", "0x1d94": "hygon"}
+# 0x0380 display controller (MI100/MI200), 0x1200 processing accelerator (MI300), 0x0302 3D.
+# 0x0300 (VGA: Radeon cards, also a Ryzen's integrated GPU) counts only on a node without GPUs of
+# another vendor (see __init__.py).
+GPU_CLASSES = ("0x0380", "0x1200", "0x0302")
+DISPLAY_CLASSES = ("0x0300",)
+TOOLS = ("amd-smi", "rocm-smi", "hy-smi")
+VISIBLE_DEVICES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+INTERCONNECT = "xgmi"
+KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
+IOLINK_TYPE_XGMI = 11
+MAX_KFD_NODES = 512
+
+
+def blank_gpu(bus, vendor_id="0x1002"):
+    return {"index": None, "uuid": None, "model": None, "memory_mb": None, "pci_bus_id": bus,
+            "numa_node": None, "local_cpus": None,
+            "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
+                     "gen_host_max": None, "speed": None, "speed_max": None},
+            "ecc_enabled": None, "interconnect": None, "driver": None,
+            "vendor": VENDOR_NAMES.get(vendor_id, "amd"), "vendor_id": vendor_id, "device_id": None,
+            "serial": None, "render_node": None, "ras": None, "ecc_errors": None, "retired_pages": None}
+
+
+def device_files(gpu):
+    """The device files a job on this GPU needs: its render node and /dev/kfd (ROCm's compute
+    interface, one for all GPUs)."""
+    out = ["/dev/dri/%s" % gpu["render_node"]] if gpu.get("render_node") else []
+    return out + ["/dev/kfd"]
+
+
+def links_active(gpu):
+    return (gpu.get("interconnect") or {}).get("links_active")
+
+
+# ---------------------------------------------------------------------------------------------
+# sysfs
+
+def _ras(rd, d, g):
+    base = os.path.join(d, "ras")
+    feats = amd_smi.parse_ras_features(rd.text(os.path.join(base, "features"), limit=256))
+    blocks = {}
+    for name in rd.listdir(base):
+        m = re.match(r"^([a-z0-9_]{1,32})_err_count$", name)
+        if m:
+            counts = amd_smi.parse_err_count(rd.text(os.path.join(base, name), limit=256))
+            if counts:
+                blocks[m.group(1)] = counts
+    bad = amd_smi.parse_bad_pages(rd.text(os.path.join(d, "ras", "gpu_vram_bad_pages"), limit=1 << 20))
+    if feats is None and not blocks:
+        return
+    g["ras"] = {"features": feats["mask"] if feats else None,
+                "enabled_blocks": feats["blocks"] if feats else None, "blocks": blocks or None}
+    if feats is not None:
+        g["ecc_enabled"] = "umc" in feats["blocks"]
+    if blocks:
+        def total(key):
+            vals = [c.get(key) for c in blocks.values() if c.get(key) is not None]
+            return sum(vals) if vals else None
+        # amdgpu's counters run since the driver loaded: the "volatile" counters of nvidia-smi
+        g["ecc_errors"] = {"volatile_corrected": total("ce"), "volatile_uncorrected": total("ue"),
+                           "volatile_deferred": total("de"), "aggregate_corrected": None,
+                           "aggregate_uncorrected": None}
+    if bad is not None:
+        g["retired_pages"] = bad
+
+
+def _fru(rd, d, name):
+    return na(rd.text(os.path.join(d, name), limit=256))
+
+
+def sysfs_gpu(rd, d, bus, vendor_id="0x1002"):
+    g = read_common(rd, d, blank_gpu(bus, vendor_id))
+    vram = rd.int(os.path.join(d, "mem_info_vram_total"))
+    if vram and vram > 0:
+        g["memory_mb"] = vram // (1 << 20)
+    model = _fru(rd, d, "product_name")
+    if model:
+        g["model"] = model if re.match(r"^(amd|hygon)\b", model, re.I) else "%s %s" % (
+            "Hygon" if g["vendor"] == "hygon" else "AMD", model)
+    g["serial"] = _fru(rd, d, "serial_number")
+    uid = _fru(rd, d, "unique_id")                       # "%016llx"
+    if uid and re.match(r"^(0x)?[0-9a-fA-F]{1,16}$", uid):
+        g["uuid"] = "GPU-%016x" % int(uid, 16)      # the form ROCR_VISIBLE_DEVICES takes (rocminfo's Uuid)
+    _ras(rd, d, g)
+    hive = _fru(rd, d, "xgmi_hive_info/xgmi_hive_id")    # "%llu" (amdgpu_xgmi.c)
+    if hive and re.match(r"^[0-9]{1,20}$", hive) and int(hive) != 0:
+        g["interconnect"] = {"kind": INTERCONNECT, "links_active": None, "hive_id": "0x%x" % int(hive)}
+    for name in rd.listdir(os.path.join(d, "drm")):
+        if re.match(r"^renderD[0-9]{1,4}$", name):
+            g["render_node"] = name
+    return g
+
+
+def _props(text):
+    out = {}
+    for line in (text or "").splitlines()[:256]:
+        parts = line.split()
+        if len(parts) == 2 and re.match(r"^-?[0-9]{1,20}$", parts[1]):
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def _kfd_links(rd, gpus):
+    """XGMI links per GPU from the KFD topology; the count is 0 for a GPU KFD lists without
+    XGMI links, unknown (None) when KFD has no node for it (no topology, amdgpu not loaded)."""
+    base = rd.path(KFD_TOPOLOGY)
+    by_loc = dict((_location(g["pci_bus_id"]), g) for g in gpus)
+    for name in rd.listdir(base)[:MAX_KFD_NODES]:
+        if not name.isdigit():
+            continue
+        props = _props(rd.text(os.path.join(base, name, "properties"), limit=65536))
+        if not props.get("simd_count"):
+            continue                                  # a CPU node
+        g = by_loc.get((props.get("domain", 0), props.get("location_id")))
+        if g is None:
+            continue
+        peers = set()
+        for sub in ("io_links", "p2p_links"):
+            ldir = os.path.join(base, name, sub)
+            for link in rd.listdir(ldir)[:MAX_KFD_NODES]:
+                lp = _props(rd.text(os.path.join(ldir, link, "properties"), limit=65536))
+                if lp.get("type") == IOLINK_TYPE_XGMI and lp.get("node_to") is not None:
+                    peers.add(lp["node_to"])
+        g["kfd_node"] = int(name)
+        if peers:
+            ic = g["interconnect"] or {"kind": INTERCONNECT, "hive_id": None}
+            ic["links_active"] = len(peers)
+            g["interconnect"] = ic
+        elif g["interconnect"] is None:
+            g["interconnect"] = {"kind": None, "links_active": 0, "hive_id": None}
+        else:
+            g["interconnect"]["links_active"] = 0
+
+
+def _location(bus):
+    """'0000:c1:00.0' -> (domain, location_id) as KFD writes them (bus << 8 | dev << 3 | fn)."""
+    m = re.match(r"^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$", bus or "")
+    if not m:
+        return None
+    return int(m.group(1), 16), (int(m.group(2), 16) << 8) | (int(m.group(3), 16) << 3) | int(m.group(4))
+
+
+# ---------------------------------------------------------------------------------------------
+# tools
+
+def _fill(g, key, value):
+    if g.get(key) is None and value is not None:
+        g[key] = value
+
+
+def _run_json(run, argv, errors, parse):
+    res = run(argv)
+    out = res[1]
+    failed = command.failure(res, " ".join([os.path.basename(argv[0])] + list(argv[1:3])))
+    if failed:
+        errors.append(failed)
+        return None
+    try:
+        return parse(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return None
+
+
+def _apply_amd_smi(gpus, run, path, errors):
+    static = _run_json(run, [path, "static", "--json"], errors, amd_smi.parse_amd_smi_static)
+    if static is None:
+        return False
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    by_index = {}
+    for s in static:
+        g = by_bus.get(s["pci_bus_id"])
+        if g is None:
+            continue
+        by_index[s["index"]] = g
+        for key, value in (("model", s["model"]), ("memory_mb", s["memory_mib"]),
+                           ("ecc_enabled", s["ecc_enabled"]), ("serial", s["serial"]),
+                           ("numa_node", s["numa_node"])):
+            _fill(g, key, value)
+        _fill(g["pcie"], "width_max", s["width_max"])
+        _fill(g["pcie"], "speed_max", s["speed_max_gts"])
+        if s["package"] is not None:
+            g["package"] = s["package"]
+    metric = _run_json(run, [path, "metric", "--json"], errors, amd_smi.parse_amd_smi_metric)
+    for m in metric or []:
+        g = by_index.get(m["index"])
+        if g is None:
+            continue
+        _fill(g["pcie"], "width", m["width"])
+        _fill(g["pcie"], "speed", m["speed_gts"])
+        if g["ecc_errors"] is None and any(v is not None for v in m["ecc"].values()):
+            g["ecc_errors"] = {"volatile_corrected": m["ecc"]["ce"], "volatile_uncorrected": m["ecc"]["ue"],
+                               "volatile_deferred": m["ecc"]["de"], "aggregate_corrected": None,
+                               "aggregate_uncorrected": None}
+        if g["ras"] is None and m["ecc_blocks"]:
+            g["ras"] = {"features": None, "enabled_blocks": sorted(m["ecc_blocks"]), "blocks": m["ecc_blocks"]}
+    return True
+
+
+def _apply_rocm_smi(gpus, run, path, errors, vendor_prefix):
+    argv = [path, "--showproductname", "--showbus", "--showmeminfo", "vram", "--showuniqueid",
+            "--showserial", "--showtoponuma", "--json"]
+    cards = _run_json(run, argv, errors, lambda out: amd_smi.parse_rocm_smi(
+        out, vendor_prefix, os.path.basename(path) + " --json"))
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    for c in cards or []:
+        g = by_bus.get(c["pci_bus_id"])
+        if g is None:
+            continue
+        for key, value in (("model", c["model"]), ("memory_mb", c["memory_mib"]), ("serial", c["serial"]),
+                           ("numa_node", c["numa_node"])):
+            _fill(g, key, value)
+        uid = c["unique_id"]
+        if g["uuid"] is None and uid and re.match(r"^0x[0-9a-fA-F]{1,16}$", uid):
+            g["uuid"] = "GPU-%016x" % int(uid, 16)
+
+
+def gather(rd, gpus, run, tools, errors):
+    """The AMD/Hygon GPUs of the node in bus-id order (the order ROCm enumerates them), filled
+    from sysfs, the KFD topology and amd-smi (else rocm-smi / hy-smi) when installed."""
+    try:
+        _kfd_links(rd, gpus)
+    except (OSError, ValueError) as exc:          # an odd topology never drops the GPUs
+        errors.append("KFD topology: %s" % exc)
+    missing = [g for g in gpus if not g["model"]]
+    for vendor_id in sorted(set(g["vendor_id"] for g in missing)):
+        names = pci_ids_names(rd.root, [g["device_id"] for g in missing], vendor_id)
+        for g in missing:
+            if g["vendor_id"] == vendor_id:
+                g["pci_name"] = names.get(g["device_id"])
+    amd_gpus = [g for g in gpus if g["vendor"] == "amd"]
+    hygon = [g for g in gpus if g["vendor"] == "hygon"]
+    if amd_gpus and tools.get("amd-smi"):
+        done = _apply_amd_smi(amd_gpus, run, tools["amd-smi"], errors)
+    else:
+        done = False
+    if amd_gpus and not done and tools.get("rocm-smi"):
+        _apply_rocm_smi(amd_gpus, run, tools["rocm-smi"], errors, "AMD")
+    if hygon and tools.get("hy-smi"):
+        _apply_rocm_smi(hygon, run, tools["hy-smi"], errors, "Hygon")
+    return gpus

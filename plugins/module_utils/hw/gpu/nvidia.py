@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA behind the GPU vendor seam (see __init__.py for the interface).
+
+sysfs gives the link, NUMA node and local CPUs; ``nvidia-smi -q -x`` (when installed) the model,
+memory, UUID, ECC mode and counters; ``nvidia-smi nvlink -s`` (only where it matters:
+``wants_nvlink_status``) the active NVLink links. An NVIDIA GPU entry keeps the schema-1 shape
+(``nvlink_active``; no ``vendor`` key: a GPU without one is NVIDIA) so that an NVIDIA node's facts
+are what they were before the seam.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
+from ansible_collections.dlrack.node.plugins.module_utils.system import command
+
+NAME = "nvidia"
+PCI_VENDORS = ("0x10de",)
+VENDOR_ID = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")
+TOOLS = ("nvidia-smi",)
+VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES",)
+INTERCONNECT = "nvlink"
+
+
+def blank_gpu(bus):
+    return {"index": None, "uuid": None, "model": None, "memory_mb": None, "pci_bus_id": bus,
+            "numa_node": None, "local_cpus": None,
+            "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
+                     "gen_host_max": None, "speed": None, "speed_max": None},
+            "ecc_enabled": None, "nvlink_active": None, "driver": None,
+            "vendor_id": VENDOR_ID, "device_id": None}
+
+
+def sysfs_gpu(rd, d, bus):
+    return read_common(rd, d, blank_gpu(bus))
+
+
+def device_files(gpu):
+    """The device files a job on this GPU needs (cgroup device rules, gres.conf File=)."""
+    minor = gpu.get("minor_number", gpu.get("index"))
+    return ["/dev/nvidia%s" % minor] if minor is not None else []
+
+
+def links_active(gpu):
+    """Active interconnect links of one GPU entry (schema 1: nvlink_active)."""
+    return gpu.get("nvlink_active")
+
+
+def _merge_smi(g, s):
+    """Fill a sysfs GPU entry from one parse_xml() GPU."""
+    g["uuid"] = s["uuid"]
+    g["model"] = s["product_name"]
+    g["memory_mb"] = s["memory_total_mib"]
+    g["ecc_enabled"] = s["ecc_mode"]["current"]
+    g["serial"] = s["serial"]
+    g["mig_mode"] = s["mig_mode"]["current"]
+    g["virtualization_mode"] = s["virtualization_mode"]
+    sp = s["pcie"]
+    for key in ("width", "width_max", "gen", "gen_max"):
+        if g["pcie"][key] is None:
+            g["pcie"][key] = sp[key]
+    g["pcie"]["gen_host_max"] = sp["gen_host_max"]
+    ee = s.get("ecc_errors")
+    g["ecc_errors"] = dict((k, ee.get(k)) for k in (
+        "volatile_corrected", "volatile_uncorrected", "aggregate_corrected",
+        "aggregate_uncorrected")) if ee else None
+    g["retired_pages"] = s.get("retired_pages")
+    g["remapped_rows"] = s.get("remapped_rows")
+
+
+def wants_nvlink_status(smi_gpus):
+    """``nvidia-smi nvlink -s`` runs (once, for all GPUs) only where its answer matters: two or
+    more GPUs (NVLink joins GPUs; gpu.interconnect does not apply to one) of which at least one
+    is not in MIG mode (NVLink queries are refused in MIG mode)."""
+    return len(smi_gpus) >= 2 and any(s["mig_mode"]["current"] is not True for s in smi_gpus)
+
+
+def _apply_nvlink(gpus, run, nvidia_smi_path, errors):
+    res = run([nvidia_smi_path, "nvlink", "-s"])
+    out = res[1]
+    failed = command.failure(res, "nvidia-smi nvlink -s")
+    if failed:
+        errors.append(failed)
+        return
+    try:
+        status = nvsmi.parse_nvlink_status(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return
+    uuids = [st["uuid"] for st in status if st["uuid"]]
+    by_uuid = dict((st["uuid"], st) for st in status) if len(set(uuids)) == len(status) else {}
+    by_index = dict((st["index"], st) for st in status)
+    for g in gpus:
+        st = by_uuid.get(g.get("uuid")) if by_uuid else by_index.get(g.get("smi_index"))
+        if st is not None:
+            g["nvlink_active"] = st["active"]
+
+
+def gather(rd, gpus, run, tools, errors):
+    """The NVIDIA GPUs of the node, ordered as nvidia-smi lists them (then the ones it did not
+    list, by bus id). ``gpus``: this vendor's sysfs entries sorted by bus id; ``tools``:
+    {"nvidia-smi": path or None}."""
+    for i, g in enumerate(gpus):
+        g["index"] = i
+    # A GPU without driver/nvidia-smi still gets a name from the node's pci.ids; the controller
+    # maps it to a catalogue model (the model itself stays null: it was not reported by the GPU).
+    names = pci_ids_names(rd.root, [g["device_id"] for g in gpus], VENDOR_ID)
+    for g in gpus:
+        g["pci_name"] = names.get(g["device_id"])
+    nvidia_smi_path = tools.get("nvidia-smi")
+    if not nvidia_smi_path:
+        return gpus
+    res = run([nvidia_smi_path, "-q", "-x"])
+    out = res[1]
+    failed = command.failure(res, "nvidia-smi -q -x")
+    if failed:
+        errors.append(failed)
+        return gpus
+    try:
+        smi = nvsmi.parse_xml(out)
+    except ParseError as exc:
+        errors.append(str(exc))
+        return gpus
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    ordered = []
+    for s in smi["gpus"]:
+        g = by_bus.pop(s["pci_bus_id"], None) or blank_gpu(s["pci_bus_id"])
+        _merge_smi(g, s)
+        g["smi_index"] = s["index"]
+        ordered.append(g)
+    if wants_nvlink_status(smi["gpus"]):
+        _apply_nvlink(ordered, run, nvidia_smi_path, errors)
+    # GPUs in sysfs that nvidia-smi did not list (no driver bound, fallen off the bus...)
+    out_list = ordered + sorted(by_bus.values(), key=lambda g: g["pci_bus_id"])
+    for g in out_list:
+        g.pop("smi_index", None)
+    return out_list

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every GPU vendor shares on the PCI bus: the link, NUMA node, local CPUs, driver and
+device id of ``/sys/bus/pci/devices/<bdf>``, and the node's pci.ids names.
+
+A vendor module (nvidia.py, amd.py) starts each GPU from its own blank entry and calls
+``read_common`` for these fields; nothing here knows a vendor.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import readlink_base, under
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import sysfs_pci
+
+PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+
+
+def read_common(rd, d, g):
+    """Fill ``g`` (a vendor's blank entry) from the PCI device directory ``d``."""
+    bus = g["pci_bus_id"]
+    link = sysfs_pci.read_link(d, errors=rd.errors, root=rd.root)
+    g["pcie"].update({"width": link["width"], "width_max": link["width_max"], "gen": link["gen"],
+                      "gen_max": link["gen_max"], "speed": link["speed_gts"],
+                      "speed_max": link["speed_max_gts"]})
+    g["numa_node"] = rd.int(os.path.join(d, "numa_node"))
+    g["local_cpus"] = rd.cpulist(os.path.join(d, "local_cpulist"), "GPU %s local_cpulist" % bus)
+    g["driver"] = readlink_base(os.path.join(d, "driver"))
+    g["device_id"] = (rd.text(os.path.join(d, "device")) or "").lower() or None
+    return g
+
+
+def pci_ids_names(root, device_ids, vendor):
+    """Names of ``device_ids`` ("0x2330") from the node's pci.ids (pciutils' database), reading
+    only the vendor's block. Returns {device_id: "GH100[H100 SXM5 80GB]"}; {} without pci.ids."""
+    want = set((d or "").lower().replace("0x", "") for d in device_ids if d)
+    if not want:
+        return {}
+    ven = vendor.lower().replace("0x", "")
+    for rel in PCI_IDS_PATHS:
+        path = under(root, rel)
+        try:
+            fh = open(path, "rb")
+        except (IOError, OSError):
+            continue
+        names = {}
+        with fh:
+            inside = False
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                if not line.startswith("\t"):
+                    if inside:
+                        break
+                    inside = line[:4].lower() == ven
+                    continue
+                if inside and not line.startswith("\t\t"):
+                    dev, dummy, name = line[1:].partition(" ")
+                    if dev.lower() in want:
+                        names["0x" + dev.lower()] = name.strip()
+        return names
+    return {}

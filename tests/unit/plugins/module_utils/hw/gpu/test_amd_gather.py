@@ -1,0 +1,161 @@
+"""AMD GPUs through the vendor seam: gather() on sysfs trees built from the kernel's documented
+amdgpu formats (MI300X, MI250X, MI210) and on the two real MI100 machines whose rocm-smi JSON is
+in tests/data/real (tests/data/amd/README.md says which is which)."""
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+from testpaths import DATA, sysfs_tree
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as seam
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
+
+AMD = os.path.join(DATA, "amd")
+ROCM = os.path.join(DATA, "real", "amd-rocm-smi-json")
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("dlrack_amd_trees", os.path.join(AMD, "build_trees.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path_factory.mktemp("amd-trees")
+    mod.build_all(str(out))
+    return lambda name: str(out / name)
+
+
+class Run(object):
+    """Stands in for amd-smi / rocm-smi with the files in tests/data; records its calls."""
+
+    def __init__(self, answers=None):
+        self.answers, self.calls = answers or {}, []
+
+    def __call__(self, argv):
+        self.calls.append([os.path.basename(argv[0])] + list(argv[1:]))
+        key = "%s %s" % (os.path.basename(argv[0]), argv[1])
+        answer = self.answers.get(key, self.answers.get(os.path.basename(argv[0])))
+        if answer is None:
+            return 127, "", "%s: not found" % argv[0]
+        if isinstance(answer, tuple):
+            return answer
+        with open(answer) as fh:
+            return 0, fh.read(), ""
+
+
+def gpus(root, run=None, **kw):
+    d = gather(root=root, subset=["gpus"], run_command=run or Run(), is_root=False, **kw)
+    return d["gpus"], d["errors"]
+
+
+def test_mi300x_from_sysfs_alone(trees):
+    got, errors = gpus(trees("mi300x-8gpu"))
+    assert errors == []
+    assert [g["index"] for g in got] == list(range(8))
+    assert all((g["vendor"], g["model"], g["memory_mb"], g["driver"], g["ecc_enabled"]) ==
+               ("amd", "AMD Instinct MI300X", 192 * 1024, "amdgpu", True) for g in got)
+    assert [g["interconnect"]["links_active"] for g in got] == [7] * 8
+    assert len(set(g["interconnect"]["hive_id"] for g in got)) == 1 and got[0]["interconnect"]["kind"] == "xgmi"
+    assert [g["numa_node"] for g in got] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert got[6]["pcie"]["width"] == 8 and got[6]["pcie"]["width_max"] == 16 and got[0]["pcie"]["gen"] == 5
+    assert got[3]["ecc_errors"]["volatile_corrected"] == 6 and got[3]["ras"]["blocks"]["umc"] == {"ue": 0, "ce": 5, "de": 0}
+    assert got[3]["retired_pages"] == {"retired": 1, "pending": 0, "failed": 0}
+    assert got[0]["retired_pages"] == {"retired": 0, "pending": 0, "failed": 0}
+    assert got[2]["render_node"] == "renderD130" and got[2]["uuid"] == "GPU-6f1f0a2b3c4d5e02"
+    assert seam.device_files(got[2]) == ["/dev/dri/renderD130", "/dev/kfd"]
+    assert seam.visible_devices_env(got[2]) == ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def test_mi250x_lists_every_gcd_as_a_logical_device(trees):
+    got, errors = gpus(trees("mi250x-4oam"))
+    assert errors == [] and len(got) == 8
+    assert all(g["memory_mb"] == 64 * 1024 and g["model"] == "AMD Instinct MI250X" for g in got)
+    assert all(g["interconnect"]["links_active"] == 3 for g in got)
+
+
+def test_mi210_without_ras_or_bridge_is_unknown_ecc_and_no_links(trees):
+    got, errors = gpus(trees("mi210-2gpu-pcie"))
+    assert errors == []
+    assert [(g["model"], g["ecc_enabled"], g["ras"], g["interconnect"]) for g in got] == [
+        ("AMD Instinct MI210", None, None, {"kind": None, "links_active": 0, "hive_id": None})] * 2
+
+
+def with_tools(src, tmp_path, *tools):
+    """A copy of a tree in which ``tools`` exist under usr/bin (found by 'auto' under root)."""
+    root = str(tmp_path / "t")
+    shutil.copytree(src, root, symlinks=True)
+    os.makedirs(os.path.join(root, "usr", "bin"))
+    for tool in tools:
+        open(os.path.join(root, "usr", "bin", tool), "w").close()
+    return root
+
+
+def test_real_rocm_smi_fills_what_sysfs_lacks(trees, tmp_path):
+    run = Run({"rocm-smi": os.path.join(ROCM, "telegraf-mi100_rocm602.json")})
+    got, errors = gpus(with_tools(trees("mi100-rocm602"), tmp_path, "rocm-smi"), run, amd_smi="/usr/bin/amd-smi")
+    # amd-smi is "installed" but answers 127: one line, then rocm-smi is asked
+    assert errors == ["amd-smi static --json failed (rc=127): /usr/bin/amd-smi: not found"]
+    assert [c[0:2] for c in run.calls] == [["amd-smi", "static"], ["rocm-smi", "--showproductname"]]
+    assert [g["pci_bus_id"] for g in got] == ["0000:83:00.0", "0000:a3:00.0", "0000:c3:00.0", "0000:e3:00.0"]
+    assert all((g["model"], g["memory_mb"], g["numa_node"]) == ("AMD Instinct MI100", 32752, 1) for g in got)
+    assert got[1]["uuid"] == "GPU-04edfb117a17a07d" and got[0]["serial"] is None
+
+
+def test_real_rocm_smi_of_the_other_node_na_stays_unknown(trees, tmp_path):
+    root = with_tools(trees("mi100-rocm571"), tmp_path, "rocm-smi")
+    got, errors = gpus(root, Run({"rocm-smi": os.path.join(ROCM, "telegraf-mi100_rocm571.json")}))
+    assert errors == [] and len(got) == 6
+    assert all(g["uuid"] is None and g["serial"] is None and g["memory_mb"] == 32752 for g in got)
+
+
+def test_amd_smi_static_and_metric_fill_the_gaps(trees, tmp_path):
+    root = str(tmp_path / "t")
+    shutil.copytree(trees("mi300x-8gpu"), root, symlinks=True)
+    for bdf in os.listdir(os.path.join(root, "sys/devices/pci0000:00")):   # a driver without FRU/VRAM/RAS files
+        d = os.path.join(root, "sys/devices/pci0000:00", bdf)
+        for name in ("mem_info_vram_total", "product_name"):
+            os.remove(os.path.join(d, name))
+        shutil.rmtree(os.path.join(d, "ras"))
+    run = Run({"amd-smi static": os.path.join(AMD, "amd-smi-static-mi300x-gpu_data.json"),
+               "amd-smi metric": os.path.join(AMD, "amd-smi-metric-mi300x-gpu_data.json")})
+    got, errors = gpus(root, run, amd_smi="/opt/rocm/bin/amd-smi")
+    assert errors == [] and [c[0:2] for c in run.calls] == [["amd-smi", "static"], ["amd-smi", "metric"]]
+    assert all((g["model"], g["memory_mb"], g["ecc_enabled"]) == ("AMD Instinct MI300X", 196592, True) for g in got)
+    assert got[3]["ecc_errors"]["volatile_corrected"] == 6 and got[3]["package"] == 3
+    assert got[7]["ecc_errors"] is None            # metric says N/A: unknown, not zero
+
+
+def test_amd_smi_garbage_is_one_line_and_sysfs_stays(trees):
+    got, errors = gpus(trees("mi300x-8gpu"), Run({"amd-smi": (0, "Segmentation fault", "")}),
+                       amd_smi="/usr/bin/amd-smi")
+    assert len(got) == 8 and got[0]["memory_mb"] == 196608
+    assert len(errors) == 1 and errors[0].startswith("amd-smi static --json: not JSON")
+
+
+def test_amd_never_leaves_out_every_amd_tool(trees, tmp_path):
+    run = Run({"rocm-smi": os.path.join(ROCM, "telegraf-mi100_rocm602.json")})
+    got, errors = gpus(with_tools(trees("mi100-rocm602"), tmp_path, "rocm-smi", "amd-smi"), run, amd_smi="never")
+    assert run.calls == [] and got[0]["model"] is None
+
+
+def test_amd_integrated_graphics_next_to_nvidia_gpus_is_not_a_gpu(tmp_path):
+    root = str(tmp_path / "esc")
+    shutil.copytree(sysfs_tree("esc8000a-e12"), root, symlinks=True)
+    d = os.path.join(root, "sys/devices/pci0000:00/0000:0e:00.0")
+    os.makedirs(d)
+    for name, value in (("vendor", "0x1002"), ("device", "0x164e"), ("class", "0x030000")):
+        with open(os.path.join(d, name), "w") as fh:
+            fh.write(value + "\n")
+    os.symlink("../../../devices/pci0000:00/0000:0e:00.0", os.path.join(root, "sys/bus/pci/devices/0000:0e:00.0"))
+    got, errors = gpus(root)
+    assert [g["pci_bus_id"] for g in got] == ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]
+    assert all("vendor" not in g for g in got)        # NVIDIA entries keep their schema-1 shape
+
+
+def test_seam_picks_vendor_by_entry():
+    assert seam.vendor_of({}).NAME == "nvidia"
+    assert seam.vendor_of({"vendor_id": "0x1002"}).NAME == "amd"
+    assert seam.vendor_of({"vendor": "hygon"}).NAME == "amd"
+    assert seam.device_files({"index": 3}) == ["/dev/nvidia3"]
+    assert seam.visible_devices_env({}) == ("CUDA_VISIBLE_DEVICES",)
