@@ -32,6 +32,7 @@ from xml.sax.saxutils import escape, quoteattr
 from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import compress as compress_hostlist
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 
 try:
@@ -754,7 +755,10 @@ def _svg_topology(hw):
 
 # ----------------------------------------------------------------------------------------- HTML
 
-FAILURES_OPEN = 40       # error findings listed open at the top; the rest in a <details> right below
+FAILURES_OPEN = 40       # finding groups listed open at the top; the rest in a <details> right below
+MATRIX_HOSTS = 200       # up to this many hosts the fleet matrix has a row per host; beyond, a row per outcome pattern
+SECTIONS_OPEN = 25       # host sections drawn open; the bodies of the rest wait in a closed <details>
+NAMES_INLINE = 12        # a group's hosts are links in the row up to this many; beyond, behind "all N hosts"
 SYMBOLS = {"fail": u"\u2717", "warn": "!", "pass": u"\u2713", "skip": u"\u2013"}
 LEGEND = (("fail", "error: the rule fails"), ("warn", "warning"), ("pass", "holds"), ("skip", "not checked"))
 
@@ -780,6 +784,15 @@ def _cells(res, rules):
             if r in outcomes else None for r in rules]
 
 
+def _without_name(text, name):
+    """``text`` with ``name`` (a host's name) as a word of its own replaced by NUL: the key that
+    groups a finding whose message names its host with the same finding on other hosts. Names
+    of digits alone are left in (a host "1" and "RAM 1 GiB" are not the same thing)."""
+    if not isinstance(text, str) or not name or name not in text or name.isdigit():
+        return text
+    return re.sub(r"(?<![\w.-])%s(?![\w-])" % re.escape(name), "\0", text)
+
+
 def _host_view(host, res, rules=(), fragments=None):
     """What the page shows of one host: its matrix cells and its section (facts line, drawing,
     findings table). Sections are built once per distinct content (``sig``): the hosts of a rack
@@ -789,14 +802,16 @@ def _host_view(host, res, rules=(), fragments=None):
     view = {"name": host, "status": res["status"], "symbol": SYMBOLS.get(res["status"], "")}
     key = ("view", share_key(res))
     if key not in cache:
-        cache[key] = _view_parts(res, rules, cache)
+        cache[key] = _view_parts(res, rules, cache, host if isinstance(host, str) else str(host))
     view.update(cache[key])
     return view
 
 
-def _view_parts(res, rules, cache):
+def _view_parts(res, rules, cache, name):
     cells = tuple(_cells(res, rules))
     parts = {"cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
+    # The matrix groups a big fleet's rows by this key: the cells with the host's own name left out.
+    parts["cells_key"] = tuple(c and (c[0], c[1], _without_name(c[2], name)) for c in cells)
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
     rows = tuple((f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
                   "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy"))
@@ -804,7 +819,12 @@ def _view_parts(res, rules, cache):
     section = _section(hw, res, rows, cache)
     # Hosts whose sections would read the same share one, whatever else differs in their documents
     # (host names, serials): the rendered pieces are cached objects, so the key hashes cheaply.
-    parts["sig"] = (res["status"], section["facts"], section["provenance"], section["svg"], section["findings_table"])
+    # Findings whose messages only differ by naming their own host read the same: one section (it
+    # shows the first host's messages and says that each host's name its own).
+    norm = tuple(tuple(_without_name(c, name) for c in r) for r in rows)
+    parts["names_itself"] = norm != rows
+    parts["sig"] = (res["status"], section["facts"], section["provenance"], section["svg"],
+                    norm if parts["names_itself"] else section["findings_table"])
     parts.update(section)
     return parts
 
@@ -843,6 +863,8 @@ def _sections(views):
         else:
             by_sig[v["sig"]] = {"view": v, "same": []}
             out.append(by_sig[v["sig"]])
+    for sec in out:
+        sec["hostlist"] = compress_hostlist(sec["same"]) if len(sec["same"]) > NAMES_INLINE else ""
     return out
 
 
@@ -850,12 +872,83 @@ def _cut(text, limit):
     return text if len(text) <= limit else u"%s\u2026 (%d more characters)" % (text[:limit], len(text) - limit)
 
 
-def build_html(results, summary, drift=None, title="dlrack.node pre-flight report", run_id=None):
-    """The HTML page (report.html.j2): failures list at the top, the fleet matrix (host column
-    pinned, failing rules first, a symbol in every cell and a legend), drift, then one section
-    per distinct host content with its topology drawing and findings (hosts with the same
-    hardware, verdict and findings share one section that names them all, so a rack of identical
-    nodes is one drawing, not hundreds)."""
+def _group_findings(hosts, results, severity, order):
+    """The findings of one severity grouped by (rule, message, remedy), the host's own name taken
+    out of the comparison (a message that names its host still groups with the same finding on
+    other hosts): [{"rule", "message", "remedy", "hosts", "hostlist", "varies"}], most hosts first.
+    ``message``/``remedy`` are the first host's; ``varies`` says the others name themselves."""
+    groups = {}
+    for h in hosts:
+        for f in results[h]["findings"]:
+            if f["severity"] != severity:
+                continue
+            msg, remedy = f.get("message") or "", f.get("remedy") or ""
+            name = h if isinstance(h, str) else str(h)
+            key = (f["rule"], _without_name(msg, name), _without_name(remedy, name))
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = {"rule": f["rule"], "message": msg, "remedy": remedy, "hosts": [],
+                                   "varies": key[1] != msg or key[2] != remedy}
+            if not g["hosts"] or g["hosts"][-1] != h:   # one finding per host and group
+                g["hosts"].append(h)
+    out = sorted(groups.values(), key=lambda g: (-len(g["hosts"]), order.get(g["rule"], len(order)), g["rule"], g["message"]))
+    for g in out:
+        g["hostlist"] = compress_hostlist(g["hosts"])
+        g["rule_label"] = _breakable(str(g["rule"]))   # a narrow screen breaks it after a dot or underscore
+    return out
+
+
+def _drift_views(views, drift):
+    """A drift run's host status: a host that could not be checked (unreachable, or a check that
+    failed) is `unchecked` and a host where a task would change `drifted`, whatever its hardware
+    validation says; an unreachable host's matrix row shows why instead of outcomes (they come
+    from its declaration, not from the host). Returns the views and the counts for the cards."""
+    out, counts = [], {"unchecked": 0, "drifted": 0}
+    for v in views:
+        d = drift.get(v["name"]) or {}
+        state = "unchecked" if d.get("unreachable") or d.get("failures") else ("drifted" if d.get("changes") else None)
+        if state is None:
+            out.append(v)
+            continue
+        counts[state] += 1
+        v = dict(v, status=state, label="not checked" if state == "unchecked" else "drifted",
+                 symbol=SYMBOLS["fail"] if state == "drifted" else SYMBOLS["skip"])
+        if d.get("unreachable"):
+            msg = "; ".join(str(f.get("msg") or "") for f in d.get("failures") or []) or "unreachable"
+            v["unchecked"] = _cut("unreachable: " + msg, 300)
+        v["sig"] = (state, v.get("unchecked")) + tuple(v["sig"][1:])
+        out.append(v)
+    return out, counts
+
+
+def _matrix_rows(views):
+    """The fleet matrix: a row per host up to MATRIX_HOSTS hosts; beyond, one row per pattern of
+    status and rule outcomes (the cells, tooltips included, of the first host with it), naming
+    its hosts in hostlist form, so 10,000 hosts of a few builds are a few rows, not 10,000."""
+    if len(views) <= MATRIX_HOSTS:
+        return [{"view": v, "hosts": None} for v in views]
+    rows, by_key = [], {}
+    for v in views:
+        key = (v["status"], v["cells_key"], v.get("unchecked"))
+        if key not in by_key:
+            by_key[key] = {"view": v, "hosts": []}
+            rows.append(by_key[key])
+        by_key[key]["hosts"].append(v["name"])
+    for r in rows:
+        r["hostlist"] = compress_hostlist(r["hosts"])
+    return rows
+
+
+def build_html(results, summary, drift=None, title=None, run_id=None):
+    """The HTML page (report.html.j2): the headline and the failures grouped by rule and finding
+    (a count and the hosts in Slurm hostlist form, every host a link behind it), the fleet matrix
+    (host column pinned, failing rules first, a symbol in every cell and a legend; one row per
+    outcome pattern beyond MATRIX_HOSTS hosts), drift, then one section per distinct host content
+    with its topology drawing and findings (hosts with the same hardware, verdict and findings
+    share one section that names them all, so a rack of identical nodes is one drawing, not
+    hundreds; beyond SECTIONS_OPEN sections the bodies wait in closed <details>). With ``drift``
+    the page is the drift report: titled so, a host that could not be checked is `not checked`
+    and one that would change `drifted`, never `pass`, and the headline counts both."""
     counts = summary.get("rules") or {}
     seen = list(_ordered_rules({r: 1 for res in results.values() for r in res.get("rules", {})}))
     order = {r: i for i, r in enumerate(seen)}
@@ -863,19 +956,34 @@ def build_html(results, summary, drift=None, title="dlrack.node pre-flight repor
     desc = dict(RULES)
     hosts = sorted(results)
     fragments = {}
-    views = [_host_view(h, results[h], seen, fragments) for h in hosts]
-    failures = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "error"]
-    warnings = [(h, _finding(f)) for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"]
+    views = [dict(_host_view(h, results[h], seen, fragments), label=results[h]["status"], unchecked=None) for h in hosts]
+    drift_counts = None
+    if drift is not None:
+        views, drift_counts = _drift_views(views, drift)
+    if title is None:
+        title = "dlrack.node drift report" if drift is not None else "dlrack.node pre-flight report"
+    order = {r: i for i, r in enumerate(RULE_IDS)}
+    failures = _group_findings(hosts, results, "error", order)
+    warnings = _group_findings(hosts, results, "warning", order)
+    shown = collections.Counter(v["status"] for v in views)
+    if drift is None:
+        cards = [(k, summary[k], k) for k in ("fail", "warn", "pass")]
+    else:
+        cards = [("fail" if drift_counts["drifted"] else "pass", drift_counts["drifted"], "drifted"),
+                 ("fail" if drift_counts["unchecked"] else "pass", drift_counts["unchecked"], "not checked (error)")]
+        cards += [(k, shown[k], k if k != "pass" else "pass (checked, no drift)") for k in ("fail", "warn", "pass")]
     drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
     error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
                   for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
     return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
-                  hosts=views, sections=_sections(views), failures=failures,
-                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for h, dummy in warnings}), drift=drift, drift_rows=drift_rows,
-                  error_rows=error_rows, errored=len({row[0] for row in error_rows}),
-                  drifted=sum(1 for d in (drift or {}).values() if d.get("changes")), symbols=SYMBOLS, legend=LEGEND)
+                  rows=_matrix_rows(views), sections=_sections(views), failures=failures, cards=cards,
+                  finding_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "error"),
+                  warning_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"),
+                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for g in warnings for h in g["hosts"]}), drift=drift,
+                  drift_counts=drift_counts, drift_rows=drift_rows, error_rows=error_rows, sections_open=SECTIONS_OPEN,
+                  names_inline=NAMES_INLINE, symbols=SYMBOLS, legend=LEGEND)
 
 
 def write_reports(report_dir, results, summary, drift=None, meta=None, prefix="report", junit_warnings="skipped",

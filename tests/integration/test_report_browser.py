@@ -1,12 +1,15 @@
 """The HTML report judged in a real browser: the example fleet (inventories/example, read through
 Ansible's own inventory and variable managers, as `make demo` reads it) rendered by headless
-Chromium at 1366x768 and 1920x1080. Screenshots are saved under the test's tmp dir; a probe script
-measures the page in the DOM: every text of the topology drawings fits its box, and every failing
-(host, rule) pair is listed in the failures list, which starts in the first viewport (and the
-failing cells of the matrix need no sideways scrolling).
+Chromium at 1366x768, 1920x1080 and a 390x844 phone. Screenshots are saved under the test's tmp
+dir; a probe script measures the page in the DOM: every text of the topology drawings fits its box,
+and every failing (host, rule) pair is listed in the failures list (grouped by rule and finding,
+each host a link in its group), which starts in the first viewport (and on a desktop the failing
+cells of the matrix need no sideways scrolling); the page never scrolls sideways, also on the
+phone, where every table either fits or scrolls inside its own box.
 
 Chromium comes from the Debian package (scripts/test-deps.sh installs it for `make test`); without
 it the test is skipped and says so."""
+import html
 import json
 import os
 import shutil
@@ -19,7 +22,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import colle
 
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-SIZES = [(1366, 768), (1920, 1080)]
+SIZES = [(1366, 768), (1920, 1080), (390, 844)]     # the last: a phone (issue 20.7)
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
                                 "(apt-get install chromium; scripts/test-deps.sh does it for make test)")
@@ -43,7 +46,16 @@ PROBE = r"""
   out.failuresTop = list ? list.getBoundingClientRect().top : null;
   document.querySelectorAll('#failures tr.failure').forEach(function (tr) {
     var b = tr.getBoundingClientRect();
-    out.failures.push({host: tr.dataset.host, rule: tr.dataset.rule, top: b.top, bottom: b.bottom});
+    tr.querySelectorAll('a[data-host]').forEach(function (a) {
+      out.failures.push({host: a.dataset.host, rule: tr.dataset.rule, top: b.top, bottom: b.bottom});
+    });
+  });
+  // Every table either fits the viewport or sits in a box that scrolls sideways and itself fits.
+  out.tables = [];
+  document.querySelectorAll('table').forEach(function (t) {
+    var b = t.getBoundingClientRect(), box = t.parentElement, cs = getComputedStyle(box);
+    out.tables.push({cls: t.className, right: b.right, boxScrolls: cs.overflowX === 'auto' || cs.overflowX === 'scroll',
+                     boxRight: box.getBoundingClientRect().right});
   });
   var heads = document.querySelectorAll('table.matrix tr:first-child th');
   document.querySelectorAll('table.matrix td.c.fail').forEach(function (td) {
@@ -58,10 +70,11 @@ PROBE = r"""
       out.hiddenTargets.push(a.getAttribute('href'));
   });
   out.sections = document.querySelectorAll('section.host').length;
-  var pre = document.createElement('pre');
+  var doc = window.parent.document;      // the page itself, or the phone frame's page (_at_width)
+  var pre = doc.createElement('pre');
   pre.id = 'probe';
   pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
+  doc.body.appendChild(pre);
 })();
 </script>
 """
@@ -84,6 +97,19 @@ def _chromium(*args):
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=90, check=False)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     return proc.stdout.decode("utf-8", errors="replace")
+
+
+MIN_WINDOW = 500   # headless Chromium lays a page out at least 500 px wide, whatever --window-size says
+
+
+def _at_width(page, width, height):
+    """The page to load for a viewport of ``width`` x ``height`` CSS px: itself, or below
+    MIN_WINDOW the page inside an iframe of exactly that size (srcdoc: same origin, so the probe
+    can write into the outer page), as a phone's browser lays it out."""
+    if width >= MIN_WINDOW:
+        return page
+    return ('<!DOCTYPE html><html><body style="margin:0"><iframe style="border:0;width:%dpx;height:%dpx" srcdoc="%s">'
+            '</iframe></body></html>' % (width, height, html.escape(page, quote=True)))
 
 
 def _png_size(path):
@@ -109,13 +135,16 @@ def test_example_report_in_chromium(example_report, tmp_path, width, height):
     assert len({h for h, dummy in failing}) == 5                  # the example fleet fails on purpose
     profile = str(tmp_path / "profile")
     shot = str(tmp_path / ("report-%dx%d.png" % (width, height)))
-    _chromium(profile, "--window-size=%d,%d" % (width, height), "--screenshot=" + shot, "file://" + html_path)
-    assert _png_size(shot) == (width, height)
-
     with open(html_path, encoding="utf-8") as fh:
         page = fh.read()
+    shown = tmp_path / "shown.html"
+    shown.write_text(_at_width(page, width, height), encoding="utf-8")
+    _chromium(profile, "--window-size=%d,%d" % (width, height), "--virtual-time-budget=3000", "--screenshot=" + shot,
+              "file://" + str(shown))
+    assert _png_size(shot) == (width, height)
+
     probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    probed.write_text(_at_width(page.replace("</body>", PROBE + "</body>"), width, height), encoding="utf-8")
     dom = _chromium(profile, "--window-size=%d,%d" % (width, height), "--virtual-time-budget=3000", "--dump-dom",
                     "file://" + str(probed))
     m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
@@ -127,15 +156,21 @@ def test_example_report_in_chromium(example_report, tmp_path, width, height):
     # Every failing (host, rule) pair is in the failures list, which starts in the first viewport.
     assert {(f["host"], f["rule"]) for f in res["failures"]} == failing
     assert res["failuresTop"] is not None and 0 <= res["failuresTop"] < height / 2
-    # The matrix puts failing rules first: no failing cell needs sideways scrolling.
+    # The matrix puts failing rules first: on a desktop no failing cell needs sideways scrolling
+    # (on the phone the matrix scrolls in its own box, checked with the other tables below).
     assert {(c["host"], c["rule"]) for c in res["failCells"]} == failing
-    assert max(c["right"] for c in res["failCells"]) <= width, res["failCells"]
+    if width >= 1024:
+        assert max(c["right"] for c in res["failCells"]) <= width, res["failCells"]
+    # Every table (failures, matrix, drift, each host's findings) fits or scrolls inside its own box.
+    assert res["tables"] and {t["cls"] for t in res["tables"]} >= {"failures wide", "matrix", "findings wide"}
+    for t in res["tables"]:
+        assert t["right"] <= width + 0.5 or (t["boxScrolls"] and t["boxRight"] <= width + 0.5), t
     # Every host link (matrix, failures list) lands on a rendered element, also for the hosts that
     # share a section with identical ones (gpu-a01/gpu-a02 of rack_a): no target in a closed box.
     assert res["hostLinks"] >= len(doc["hosts"]) and res["hiddenTargets"] == [], res["hiddenTargets"]
     assert res["sections"] < len(doc["hosts"])
-    # The page itself never scrolls sideways (only the matrix and a wide drawing, inside their boxes).
-    assert res["scrollX"] <= width
+    # The page itself never scrolls sideways (only the tables and a wide drawing, inside their boxes).
+    assert res["vw"] == width and res["scrollX"] <= width, (res["vw"], res["scrollX"])
 
 
 HOSTILE_PROBE = r"""

@@ -422,14 +422,25 @@ def test_html_survives_absurd_numbers_in_the_hardware_document():
     assert report.topology(decl)["columns"][0]["title"] == "Socket 0"      # absurd count: drawn as one socket
 
 
-def test_long_failure_lists_stay_in_the_failures_section():
+def test_long_failure_lists_stay_in_the_failures_section(monkeypatch):
+    """The failures are grouped by rule and finding (issue 20.9): 20 hosts with the same 4 schema
+    errors are 4 rows of 20 hosts each, in hostlist form with every host a link (their messages
+    name their own host: grouped all the same); past FAILURES_OPEN groups the rest are folded."""
     inputs = {"bad-%02d" % i: collect_host_inputs("bad-%02d" % i, {"dlrack_hw": FOUR_BAD}) for i in range(20)}
     results, summary = evaluate_fleet(inputs)
     html = report.build_html(results, summary)
     section = html[html.index('<section id="failures">'):html.index("</section>")]
-    assert section.count('<tr class="failure"') == 80                       # 20 hosts x 4 errors, all listed
-    assert "%d more error finding(s)" % (80 - report.FAILURES_OPEN) in section
-    assert section.split("<details>")[0].count('<tr class="failure"') == report.FAILURES_OPEN   # the rest folded
+    assert "80 error finding(s) on 20 host(s), 4 distinct" in section
+    rows = section.split('<tr class="failure"')[1:]
+    assert len(rows) == 4 and all('data-count="20"' in r and "bad-[00-19]" in r for r in rows)
+    for r in rows:
+        assert all('href="#host-bad-%02d"' % i in r for i in range(20))
+    assert all(("bad-%02d" % i) in section for i in range(20))
+    monkeypatch.setattr(report, "FAILURES_OPEN", 1)
+    section = report.build_html(results, summary)
+    section = section[section.index('<section id="failures">'):section.index("</section>")]
+    assert "3 more distinct error finding(s)" in section
+    assert section.split("<details><summary>3 more")[0].count('<tr class="failure"') == 1      # the rest folded
 
 
 def test_identical_hosts_share_one_section_that_names_them_all():
@@ -468,3 +479,89 @@ def test_report_json_is_one_host_per_line_and_the_same_value():
     assert report.strict_json_document({"hosts": {}, "summary": {"hosts": 0}}) == '{\n  "hosts": {},\n  "summary": {\n    "hosts": 0\n  }\n}\n'
     # Non-finite numbers never reach the text, whichever layout writes them.
     assert json.loads(report.strict_json_document({"hosts": {"h": {"x": float("nan")}}})) == {"hosts": {"h": {"x": None}}}
+
+
+def _unreachable(msg="ssh: connect to host 127.0.0.2 port 1: Connection refused"):
+    return {"status": "error", "changes": [], "unreachable": True,
+            "failures": [{"role": None, "task": "Gather hardware facts", "msg": msg}]}
+
+
+def test_drift_html_never_shows_an_unchecked_host_as_passing(tmp_path):
+    """Issue 20.3: two unreachable hosts whose declarations pass, one drifted and one clean host:
+    drift.html is titled a drift report, its headline counts the drifted and the unchecked hosts
+    (no green "No failures"), and neither unreachable host has a pass badge or pass cells."""
+    inputs = {h: collect_host_inputs(h, {"dlrack_hw": GOOD}) for h in ("dead-1", "dead-2", "moved", "clean")}
+    drift = {"dead-1": _unreachable(), "dead-2": _unreachable(),
+             "moved": {"status": "drifted", "changes": [{"role": "ecc_monitor", "task": "Install rasdaemon", "diff": None}],
+                       "failures": [], "unreachable": False},
+             "clean": {"status": "clean", "changes": [], "failures": [], "unreachable": False}}
+    out = run_preflight(inputs, report_dir=str(tmp_path), drift=drift, prefix="drift")
+    assert out["summary"]["pass"] == 4                     # the declarations all pass the rules ...
+    html = _read(tmp_path, "drift.html")
+    assert "<title>dlrack.node drift report</title>" in html and "pre-flight report" not in html
+    assert "No failures" not in html
+    assert "Drift: 1 host(s) drifted, 2 host(s) not checked (unreachable or a check failed) of 4" in html
+    cards = html[html.index('<div class="cards">'):html.index("</div>\n<section")]
+    assert '<b class="fail">1</b>drifted' in cards and '<b class="fail">2</b>not checked (error)' in cards
+    assert '<b class="pass">1</b>pass (checked, no drift)' in cards
+    for host in ("dead-1", "dead-2"):                      # ... but the hosts were never checked
+        row = html[html.index('<tr data-host="%s">' % host):]
+        row = row[:row.index("</tr>")]
+        assert '<span class="badge unchecked">not checked</span>' in row and "pass" not in row
+        assert "unreachable: ssh: connect to host 127.0.0.2" in row
+    row = html[html.index('<tr data-host="moved">'):]
+    assert '<span class="badge drifted">drifted</span>' in row[:row.index("</tr>")]
+    sections = html[html.index('<section class="host"'):]
+    assert sections.count("badge unchecked") >= 1 and "what follows is its declaration, not the host" in sections
+    # A clean drift run says so; the pre-flight report keeps its title and headline.
+    calm = report.build_html(*evaluate_fleet({"clean": inputs["clean"]}), drift={"clean": drift["clean"]})
+    assert "No drift and no failures on 1 host(s)" in calm and "<title>dlrack.node drift report</title>" in calm
+    plain = report.build_html(*evaluate_fleet({"clean": inputs["clean"]}))
+    assert "<title>dlrack.node pre-flight report</title>" in plain and "No failures</h2>" in plain
+
+
+def _fleet_inputs(n, fail_ratio=0.6):
+    """n declared hosts as benchmarks/fleet.py builds them: GOOD and FOUR_BAD-free failing builds,
+    every declaration distinct (its own host.hostname)."""
+    bad = dict(GOOD, memory=dict(GOOD["memory"], total_gb=64))
+    nf = int(round(n * fail_ratio))
+    out = {}
+    for i in range(n):
+        failing = (i * nf) // n != ((i + 1) * nf) // n
+        doc = dict(bad if failing else GOOD, host={"hostname": "node-%05d.example" % i})
+        out["node-%05d" % i] = collect_host_inputs("node-%05d" % i, {"dlrack_hw": doc})
+    return out, nf
+
+
+def test_fleet_scale_html_groups_failures_and_matrix_rows(tmp_path):
+    """Issue 20.9: past MATRIX_HOSTS hosts the page is a few grouped rows - failures by rule and
+    finding with a count and the hosts in hostlist form, the matrix by outcome pattern - while
+    every host stays reachable (a link target) and report.json/report.xml keep every host."""
+    n = report.MATRIX_HOSTS * 2 + 50
+    inputs, nf = _fleet_inputs(n)
+    out = run_preflight(inputs, report_dir=str(tmp_path), fail_on="never")
+    html = _read(tmp_path, "report.html")
+    assert html.count("<tr") < 40, html.count("<tr")
+    fails = html[html.index('<section id="failures">'):html.index("</section>")]
+    rows = fails.split('<tr class="failure"')[1:]
+    assert rows and all('data-count="%d"' % nf in r for r in rows)
+    assert "node-[" in rows[0]
+    failing = sorted(h for h, s in out["host_status"].items() if s == "fail")
+    assert len(failing) == nf
+    for h in failing:                                     # each failing host is listed behind its group
+        assert 'data-host="%s" href="#host-%s"' % (h, h) in rows[0]
+    for h in inputs:                                      # and every host has its link target
+        assert ('id="host-%s"' % h) in html
+    matrix = html[html.index('<table class="matrix">'):html.index("</table>", html.index('<table class="matrix">'))]
+    assert matrix.count('<tr data-hosts="') == 2 and '<tr data-host="' not in matrix
+    assert len(html) < 400 * n                            # bytes per host: the old page took ~2,000
+    doc = _strict_json(_read(tmp_path, "report.json"))
+    assert len(doc["hosts"]) == n and sum(1 for v in doc["hosts"].values() if v["status"] == "fail") == nf
+    root = ET.parse(str(tmp_path / "report.xml")).getroot()
+    assert len(root.findall("testsuite")) == n
+
+
+def test_small_fleets_keep_a_matrix_row_per_host():
+    inputs, nf = _fleet_inputs(12)
+    html = report.build_html(*evaluate_fleet(inputs))
+    assert html.count('<tr data-host="') == 12 and '<tr data-hosts="' not in html
