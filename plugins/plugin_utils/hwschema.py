@@ -92,6 +92,8 @@ _MEMORY_FIELDS = {
 }
 _PCIE_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen"),
                 "gen_host_max": _int("gen"), "speed": "data", "speed_max": "data"}
+GPU_VENDORS = ("nvidia", "amd", "hygon")
+_INTERCONNECT_FIELDS = {"kind": ("enum", ("nvlink", "xgmi")), "links_active": _int("nvlink"), "hive_id": "data"}
 _GPU_FIELDS = {
     "index": _int("gpu_index"),
     "smi_index": _int("gpu_index"),
@@ -104,6 +106,10 @@ _GPU_FIELDS = {
     "pcie": ("dict", _PCIE_FIELDS),
     "ecc_enabled": "bool",
     "nvlink_active": _int("nvlink"),
+    # issue 21: the vendor (absent = NVIDIA, schema 1) and the vendor-neutral interconnect;
+    # schema-1 documents with nvlink_active alone stay valid
+    "vendor": ("enum", GPU_VENDORS),
+    "interconnect": ("dict", _INTERCONNECT_FIELDS),
     "count": _int("gpu_count"),
     "driver": "data",
     "vendor_id": "data",
@@ -115,6 +121,10 @@ _GPU_FIELDS = {
     "ecc_errors": "data",
     "retired_pages": "data",
     "remapped_rows": "data",
+    "ras": "data",
+    "render_node": "data",
+    "kfd_node": "data",
+    "package": "data",
 }
 _IN_USE_FIELDS = {"mounted": "strlist", "holders": "strlist", "partitions": "strlist", "signatures": "strlist",
                   "system": "bool"}

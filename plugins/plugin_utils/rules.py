@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import marshal
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
@@ -273,17 +274,60 @@ def _lookup(kind, name):
     return _LOOKUP_CACHE[key]
 
 
-def _model_from_pci_name(pci_name):
+def _model_from_pci_name(pci_name, vendor=None):
     """pci.ids names a device "GH100[H100 SXM5 80GB]" or "AD102GL [L6000 / RTX 6000 Ada Generation]":
-    the marketing name(s) in brackets, tried against the catalogue in order."""
+    the marketing name(s) in brackets, tried against the catalogue in order. AMD names one device
+    id for two products ("Aldebaran/MI200 [Instinct MI250X/MI250]"): a model only when every name
+    in the brackets is the same catalogue entry."""
     if not isinstance(pci_name, str) or "[" not in pci_name:
         return None
     inner = pci_name[pci_name.index("[") + 1:].rstrip("]")
+    if vendor in ("amd", "hygon"):
+        specs = [_lookup("gpu", "AMD " + a.strip()) for a in inner.split("/") if a.strip()]
+        models = set((sp or {}).get("model") for sp in specs)
+        return specs[0] if specs and len(models) == 1 and None not in models else None
     for alt in [a.strip() for a in inner.split("/")]:
         spec = _lookup("gpu", "NVIDIA " + alt) if alt else None
         if spec and not spec.get("ambiguous"):
             return spec
     return None
+
+
+def _gpu_vendor(gpu):
+    """'nvidia' (also a schema-1 entry without vendor or vendor_id), 'amd' or 'hygon': the entry's
+    vendor, else its PCI vendor id, else the vendor of its catalogue model (a declared model)."""
+    vendor = str(gpu.get("vendor") or "").lower()
+    if vendor in ("nvidia", "amd", "hygon"):
+        return vendor
+    by_id = {"0x10de": "nvidia", "0x1002": "amd", "0x1d94": "hygon"}.get(str(gpu.get("vendor_id") or "").lower())
+    return by_id or str((gpu.get("_spec") or {}).get("vendor") or "nvidia")
+
+
+def _amd_node(gpus):
+    """True when every GPU is AMD/Hygon: the verdicts then speak of XGMI, RAS and ROCm tools."""
+    return bool(gpus) and all(_gpu_vendor(g) in ("amd", "hygon") for g in gpus)
+
+
+def _links_active(gpu):
+    """Active GPU-GPU links: the vendor-neutral ``interconnect.links_active`` when present, else
+    schema 1's ``nvlink_active``."""
+    ic = gpu.get("interconnect")
+    if isinstance(ic, dict) and ic.get("links_active") is not None:
+        return ic["links_active"]
+    return gpu.get("nvlink_active")
+
+
+def _link_capable(spec):
+    return bool(spec.get("nvlink") or spec.get("xgmi_links"))
+
+
+def _packages(gpus):
+    """PCIe packages behind the logical devices: MI250/MI250X list two GCDs per OAM package
+    (catalogue gcds_per_package); every other GPU is its own package."""
+    total = 0.0
+    for g in gpus:
+        total += 1.0 / max(1, int((g.get("_spec") or {}).get("gcds_per_package") or 1))
+    return int(math.ceil(total - 1e-9))
 
 
 def _enrich_cpu(cpu, notes):
@@ -313,10 +357,12 @@ def _enrich(hw):
     hw["_cpu_spec"] = _enrich_cpu(hw["cpu"], notes)
     for gpu in hw["gpus"] or []:
         if not gpu.get("model") and gpu.get("pci_name"):
-            gspec = _model_from_pci_name(gpu["pci_name"])
+            vendor = _gpu_vendor(gpu)
+            gspec = _model_from_pci_name(gpu["pci_name"], vendor)
             if gspec:
                 gpu["model"] = gspec["model"]
-                notes["gpus.model"] = "pci.ids: %s -> %s (no nvidia-smi)" % (gpu["pci_name"], gspec["model"])
+                notes["gpus.model"] = "pci.ids: %s -> %s (%s)" % (
+                    gpu["pci_name"], gspec["model"], "no nvidia-smi" if vendor == "nvidia" else "no product name or amd-smi")
         gspec = _lookup("gpu", gpu["model"]) if gpu.get("model") else None
         gpu["_spec"] = gspec
         if gspec and gpu.get("memory_mb") is None and gspec.get("memory_mb"):
@@ -368,7 +414,8 @@ def _check_gpu_present(ctx):
         return
     n = len(ctx.hw["gpus"])
     ctx.report("gpu.present", "pass" if n >= need else "fail", n, ">= %d" % need,
-               "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) on this node",
+               "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) and no AMD GPU "
+               "(0x1002, Hygon 0x1d94) on this node",
                "install the GPUs, check they are seated and visible in lspci, or set "
                "dlrack_thresholds.min_gpus: 0 for a node that is meant to have none")
 
@@ -404,7 +451,8 @@ def _check_cores(ctx):
 def _check_lanes(ctx):
     n = len(ctx.hw["gpus"] or [])
     per = ctx.th["pcie_lanes_per_gpu"]
-    need = n * per
+    packages = _packages(ctx.hw["gpus"] or [])   # MI250/MI250X: one x16 host link per 2 GCDs
+    need = packages * per
     lanes = ctx.hw["cpu"].get("pcie_lanes")
     model = ctx.hw["cpu"].get("model")
     if n == 0:
@@ -418,7 +466,9 @@ def _check_lanes(ctx):
         src = ctx.notes.get("cpu.pcie_lanes")
         ctx.report("cpu.pcie_lanes", "pass" if lanes >= need else "fail",
                    "%d%s" % (lanes, " (%s)" % src if src else ""), ">= %d (x%d per GPU)" % (need, per),
-                   "%d CPU PCIe lanes for %d GPUs (%d needed for x%d each)" % (lanes, n, need, per),
+                   "%d CPU PCIe lanes for %d GPUs (%d needed for x%d each)" % (lanes, n, need, per) if packages == n else
+                   "%d CPU PCIe lanes for %d GPUs in %d packages (%d needed for x%d per package)"
+                   % (lanes, n, packages, need, per),
                    "use a platform with more CPU lanes (a second socket, EPYC/Xeon instead of a desktop CPU) "
                    "or fewer GPUs per node")
 
@@ -460,6 +510,8 @@ def _unknown_memory(ram, gpus):
     if ram is None:
         return "system RAM"
     if any(not g.get("model") for g in gpus):
+        if _amd_node(gpus):
+            return "GPU memory (GPU model unknown: no VRAM size from amdgpu, is the driver loaded?)"
         return "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)"
     return "GPU memory (model %r not in the catalogue)" % next(g.get("model") for g in gpus if g.get("memory_mb") is None)
 
@@ -709,28 +761,36 @@ def _check_interconnect(ctx):
     if len(gpus) < 2:
         ctx.skip("gpu.interconnect", "fewer than 2 GPUs")
         return
-    active = [g.get("nvlink_active") for g in gpus]
-    capable = all((g.get("_spec") or {}).get("nvlink") for g in gpus)
+    # AMD Instinct: Infinity Fabric (XGMI) links satisfy the rule as NVLink does (issue 21)
+    amd = _amd_node(gpus)
+    name, want = ("XGMI", "Infinity Fabric (XGMI)") if amd else ("NVLink", "NVLink/NVSwitch")
+    active = [_links_active(g) for g in gpus]
+    capable = all(_link_capable(g.get("_spec") or {}) for g in gpus)
     if all(active):
-        ctx.report("gpu.interconnect", "pass", "NVLink (%d links on GPU0)" % active[0], "NVLink/NVSwitch",
-                   "all %d GPUs have active NVLink" % len(gpus))
+        ctx.report("gpu.interconnect", "pass", "%s (%d links on GPU0)" % (name, active[0]), want,
+                   "all %d GPUs have active %s" % (len(gpus), name))
     elif all(a is None for a in active) and capable:
-        ctx.report("gpu.interconnect", "pass", "NVLink-capable model", "NVLink/NVSwitch",
-                   "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi"
+        ctx.report("gpu.interconnect", "pass", "%s-capable model" % name, want,
+                   ("all GPUs are Infinity Fabric models (%s); link state is confirmed once gathered (KFD topology)"
+                    if amd else "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi")
                    % gpus[0].get("model"))
     elif all(a is None for a in active) and not all(g.get("model") for g in gpus):
-        ctx.report("gpu.interconnect", "warn", "unknown", "NVLink/NVSwitch",
-                   "cannot verify NVLink: GPU model unknown (no nvidia-smi)", "install the NVIDIA driver and gather again")
+        ctx.report("gpu.interconnect", "warn", "unknown", want,
+                   "cannot verify XGMI: GPU model unknown (no product name, amd-smi or rocm-smi)" if amd else
+                   "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
+                   "load the amdgpu driver (ROCm) and gather again" if amd else "install the NVIDIA driver and gather again")
     else:
         if all(a is None for a in active):
-            observed = "no NVLink (model %s)" % gpus[0].get("model")
+            observed = "no %s (model %s)" % (name, gpus[0].get("model"))
         elif any(active):
-            observed = "NVLink on %d of %d GPUs" % (sum(1 for a in active if a), len(gpus))
+            observed = "%s on %d of %d GPUs" % (name, sum(1 for a in active if a), len(gpus))
         else:
             observed = "PCIe only"
-        ctx.report("gpu.interconnect", "fail", observed, "NVLink/NVSwitch",
+        ctx.report("gpu.interconnect", "fail", observed, want,
                    "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
-                   % len(gpus), "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
+                   % len(gpus), "prefer OAM Instinct platforms (MI300X/MI325X/MI355X baseboards) or Infinity Fabric "
+                   "bridges for PCIe cards" if amd else
+                   "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
 
 
 @rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning")
@@ -738,14 +798,18 @@ def _check_gpu_ecc(ctx):
     gpus = ctx.hw["gpus"] or []
     off = ["GPU%s" % g.get("index") for g in gpus
            if g.get("ecc_enabled") is False and (g.get("_spec") or {}).get("ecc") is not False]
+    amd = _amd_node(gpus)
     if not gpus:
         ctx.skip("gpu.ecc_mode", "no GPUs")
     elif off:
         ctx.report("gpu.ecc_mode", "fail", "disabled on " + ", ".join(off), "enabled",
                    "GPU ECC is disabled on %s although the card supports it" % ", ".join(off),
+                   "enable RAS for the VRAM (UMC block): amdgpu.ras_enable=1 on the kernel command line and "
+                   "ECC on in the board's firmware, then reboot" if amd else
                    "nvidia-smi -e 1 (then reboot or reset the GPUs)")
     elif any(g.get("ecc_enabled") is None for g in gpus):
-        ctx.skip("gpu.ecc_mode", "ECC mode not known (declared, or no nvidia-smi)")
+        ctx.skip("gpu.ecc_mode", "ECC mode not known (declared, or the driver exposes no RAS features)" if amd else
+                 "ECC mode not known (declared, or no nvidia-smi)")
     else:
         ctx.report("gpu.ecc_mode", "pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
 

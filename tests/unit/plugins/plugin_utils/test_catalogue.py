@@ -243,7 +243,7 @@ def test_ambiguous_same_name_variants():
     assert pro["ambiguous"] is True and pro["memory_gb"] == 96
 
 
-@pytest.mark.parametrize("name", ["", None, "Graphics Device", "NVIDIA GeForce RTX 9999", "AMD Instinct MI100",
+@pytest.mark.parametrize("name", ["", None, "Graphics Device", "NVIDIA GeForce RTX 9999", "AMD Instinct MI999",
                                   "NVIDIA GeForce RTX 4090 Laptop GPU", "Matrox G200eW3"])
 def test_unknown_gpus_return_none(name):
     assert lookup_gpu(name) is None
@@ -338,7 +338,10 @@ def test_cpu_entry_schema(entry):
 @pytest.mark.parametrize("entry", catalogue.catalogue_entries("gpus"), ids=lambda e: e["model"])
 def test_gpu_entry_schema(entry):
     assert URL.match(entry["source"]), entry["source"]
-    assert entry["vendor"] == "nvidia"
+    assert entry["vendor"] in ("nvidia", "amd")
+    if entry["vendor"] == "amd":
+        _amd_entry_schema(entry)
+        return
     assert entry["memory_mb_basis"] in ("observed", "reported", "nominal")
     # null = cannot verify, never guessed: allowed only with a note saying why
     for key in ("memory_gb", "pcie_gen", "pcie_width", "ecc"):
@@ -364,6 +367,50 @@ def test_gpu_entry_schema(entry):
         assert entry["nvlink_kind"] == "sxm"
     if entry["model"].startswith("GeForce"):
         assert entry["ecc"] is False
+
+
+def _amd_entry_schema(entry):
+    """AMD entries (issue 21): XGMI links instead of NVLink, memory per logical device (GCD)."""
+    assert "nvlink" not in entry and entry["source"].startswith("https://www.amd.com/")
+    assert entry["memory_mb_basis"] in ("observed", "nominal")
+    assert entry["gcds_per_package"] in (1, 2)
+    for key in ("memory_gb", "pcie_gen", "pcie_width", "ecc", "xgmi_links", "power_w"):
+        if entry[key] is None:
+            assert entry.get("note"), "a null %s needs a note saying why" % key
+    if entry["memory_gb"] is None:
+        assert entry["memory_mb"] is None
+    elif entry["memory_mb_basis"] == "nominal":
+        assert entry["memory_mb"] * entry["gcds_per_package"] == entry["memory_gb"] * 1024
+    else:
+        assert 0.95 * entry["memory_gb"] * 1024 <= entry["memory_mb"] * entry["gcds_per_package"] <= entry["memory_gb"] * 1024
+    assert entry["xgmi_links"] is None or _num(entry["xgmi_links"], 0, 8)
+    assert entry["xgmi_kind"] in ("oam", "bridge") and entry["form_factor"] in ("oam", "pcie")
+    assert entry["power_w"] is None or _num(entry["power_w"], 100, 2000)
+    assert entry["pcie_gen"] is None or _num(entry["pcie_gen"], 4, 6)
+
+
+@pytest.mark.parametrize("name,model,mb,links,gcds", [
+    ("AMD Instinct MI300X", "Instinct MI300X", 196608, 7, 1),      # amd-smi market_name
+    ("AMD Instinct MI300X OAM", "Instinct MI300X", 196608, 7, 1),
+    ("AMD Instinct MI100", "Instinct MI100", 32752, 3, 1),          # rocm-smi "Card series" bracket (real capture)
+    ("Instinct MI210", "Instinct MI210", 65536, 3, 1),
+    ("AMD Instinct MI250X", "Instinct MI250X", 65536, 8, 2),
+    ("MI250", "Instinct MI250", 65536, 6, 2),
+    ("MI300A", "Instinct MI300A", 131072, None, 1),
+    ("AMD Instinct MI325X", "Instinct MI325X", 262144, 7, 1),
+    ("MI355X", "Instinct MI355X", 294912, 7, 1),
+    ("MI308X", "Instinct MI308X", None, None, 1),
+])
+def test_amd_instinct_models_resolve(name, model, mb, links, gcds):
+    spec = lookup_gpu(name)
+    assert (spec["model"], spec["memory_mb"], spec["xgmi_links"], spec["gcds_per_package"], spec["ambiguous"]) == (
+        model, mb, links, gcds, False)
+
+
+def test_mi250x_or_mi250_is_ambiguous_but_memory_is_shared():
+    spec = lookup_gpu("Instinct MI250X/MI250")          # pci.ids names device 0x740c so
+    assert spec["ambiguous"] and spec["memory_mb"] == 65536 and spec["xgmi_links"] is None
+    assert spec["ranges"]["xgmi_links"] == [6, 8]
 
 
 def test_cpu_keys_are_unique():
@@ -404,6 +451,9 @@ def test_coverage_of_required_models():
                   "AMD Ryzen Threadripper PRO 5975WX", "AMD Ryzen 9 7950X", "AMD Ryzen 9 9950X", "AMD Ryzen 9 5950X",
                   "AMD Ryzen 7 7800X3D", "Intel Core i9-13900K", "Intel Core Ultra 9 285K"):
         assert model in cpus, model
+    for model in ("Instinct MI210", "Instinct MI250", "Instinct MI250X", "Instinct MI300X", "Instinct MI300A",
+                  "Instinct MI308X", "Instinct MI325X", "Instinct MI355X"):
+        assert model in gpus, model
     for model in ("H100 SXM5 80GB", "H100 PCIe 80GB", "H100 NVL 94GB", "H200 SXM 141GB", "H200 NVL 141GB", "B200 SXM 180GB",
                   "A100 SXM4 40GB", "A100 PCIe 80GB", "A800 SXM4 80GB", "H800 SXM5 80GB", "L40", "L40S", "A40", "A30", "A10", "A10G",
                   "Tesla T4", "L4", "RTX A6000", "RTX 6000 Ada Generation", "RTX PRO 6000 Blackwell Server Edition",
