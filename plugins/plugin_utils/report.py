@@ -810,8 +810,9 @@ def _host_view(host, res, rules=(), fragments=None):
 def _view_parts(res, rules, cache, name):
     cells = tuple(_cells(res, rules))
     parts = {"cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
+    named = bool(name) and mentions(res["findings"], name)     # one C search; usually no finding names its host
     # The matrix groups a big fleet's rows by this key: the cells with the host's own name left out.
-    parts["cells_key"] = tuple(c and (c[0], c[1], _without_name(c[2], name)) for c in cells)
+    parts["cells_key"] = tuple(c and (c[0], c[1], _without_name(c[2], name)) for c in cells) if named else cells
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
     rows = tuple((f.get("severity"), f.get("rule"), "-" if f.get("observed") is None else _show(f["observed"]),
                   "-" if f.get("required") is None else _show(f["required"]), f.get("message"), f.get("remedy"))
@@ -821,7 +822,7 @@ def _view_parts(res, rules, cache, name):
     # (host names, serials): the rendered pieces are cached objects, so the key hashes cheaply.
     # Findings whose messages only differ by naming their own host read the same: one section (it
     # shows the first host's messages and says that each host's name its own).
-    norm = tuple(tuple(_without_name(c, name) for c in r) for r in rows)
+    norm = tuple(tuple(_without_name(c, name) for c in r) for r in rows) if named else rows
     parts["names_itself"] = norm != rows
     parts["sig"] = (res["status"], section["facts"], section["provenance"], section["svg"],
                     norm if parts["names_itself"] else section["findings_table"])
@@ -872,29 +873,34 @@ def _cut(text, limit):
     return text if len(text) <= limit else u"%s\u2026 (%d more characters)" % (text[:limit], len(text) - limit)
 
 
-def _group_findings(hosts, results, severity, order):
-    """The findings of one severity grouped by (rule, message, remedy), the host's own name taken
-    out of the comparison (a message that names its host still groups with the same finding on
-    other hosts): [{"rule", "message", "remedy", "hosts", "hostlist", "varies"}], most hosts first.
-    ``message``/``remedy`` are the first host's; ``varies`` says the others name themselves."""
-    groups = {}
+def _group_findings(hosts, results, order):
+    """The error and the warning findings, each grouped by (rule, message, remedy) with the host's
+    own name taken out of the comparison (a message that names its host still groups with the same
+    finding on other hosts): {"error"|"warning": [{"rule", "message", "remedy", "hosts", "hostlist",
+    "varies", "rule_label"}]}, most hosts first. ``message``/``remedy`` are the first host's;
+    ``varies`` says the others name themselves. One pass over the findings."""
+    groups = {"error": {}, "warning": {}}
     for h in hosts:
+        name = h if isinstance(h, str) else str(h)
         for f in results[h]["findings"]:
-            if f["severity"] != severity:
+            by = groups.get(f["severity"])
+            if by is None:
                 continue
             msg, remedy = f.get("message") or "", f.get("remedy") or ""
-            name = h if isinstance(h, str) else str(h)
             key = (f["rule"], _without_name(msg, name), _without_name(remedy, name))
-            g = groups.get(key)
+            g = by.get(key)
             if g is None:
-                g = groups[key] = {"rule": f["rule"], "message": msg, "remedy": remedy, "hosts": [],
-                                   "varies": key[1] != msg or key[2] != remedy}
+                g = by[key] = {"rule": f["rule"], "message": msg, "remedy": remedy, "hosts": [],
+                               "varies": key[1] != msg or key[2] != remedy}
             if not g["hosts"] or g["hosts"][-1] != h:   # one finding per host and group
                 g["hosts"].append(h)
-    out = sorted(groups.values(), key=lambda g: (-len(g["hosts"]), order.get(g["rule"], len(order)), g["rule"], g["message"]))
-    for g in out:
-        g["hostlist"] = compress_hostlist(g["hosts"])
-        g["rule_label"] = _breakable(str(g["rule"]))   # a narrow screen breaks it after a dot or underscore
+    out = {}
+    for severity, by in groups.items():
+        out[severity] = sorted(by.values(), key=lambda g: (-len(g["hosts"]), order.get(g["rule"], len(order)),
+                                                           g["rule"], g["message"]))
+        for g in out[severity]:
+            g["hostlist"] = compress_hostlist(g["hosts"])
+            g["rule_label"] = _breakable(str(g["rule"]))   # a narrow screen breaks it after a dot or underscore
     return out
 
 
@@ -963,8 +969,8 @@ def build_html(results, summary, drift=None, title=None, run_id=None):
     if title is None:
         title = "dlrack.node drift report" if drift is not None else "dlrack.node pre-flight report"
     order = {r: i for i, r in enumerate(RULE_IDS)}
-    failures = _group_findings(hosts, results, "error", order)
-    warnings = _group_findings(hosts, results, "warning", order)
+    grouped = _group_findings(hosts, results, order)
+    failures, warnings = grouped["error"], grouped["warning"]
     shown = collections.Counter(v["status"] for v in views)
     if drift is None:
         cards = [(k, summary[k], k) for k in ("fail", "warn", "pass")]
