@@ -6,7 +6,7 @@ import yaml
 
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 PKG = os.path.join("ansible_collections", "dlrack", "node", "plugins", "module_utils")
-NODE_ROLES = ("ecc_monitor", "gpu_affinity")
+NODE_ROLES = ("ecc_monitor", "gpu_affinity", "scheduler")
 
 
 def role_vars(role, root=ROOT):

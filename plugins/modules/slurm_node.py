@@ -112,7 +112,7 @@ left_alone:
   type: list
   elements: dict
   returned: always
-skipped:
+skipped_nodes:
   description: Nodes skipped for their state (C(node), C(state), C(why)).
   type: list
   elements: dict

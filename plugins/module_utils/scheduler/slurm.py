@@ -234,7 +234,8 @@ def skip_reason(node):
     if node is None:
         return "not known to Slurm (scontrol show node does not list it)"
     if node["base"] in SKIP_BASE:
-        return "state %s: a drain means nothing for a node that is %s" % (node["state"], node["base"].lower())
+        return "state %s: nothing to drain or resume on a node that is %s; it is judged again when it is up" % (
+            node["state"], node["base"].lower())
     hit = [f for f in node["flags"] if f in SKIP_FLAGS]
     if hit:
         return "state %s: the node is %s; it is judged again when it is back" % (node["state"], hit[0].lower())
@@ -328,7 +329,8 @@ class Scontrol(object):
 
 def apply(scontrol, names, state, reason=None, check_mode=False):
     """Decide and act for every node; read back what was changed. Returns a result dict:
-    changed, drained/resumed (names), unchanged, skipped [{node, state, why}], left_alone
+    changed, drained/resumed (names), unchanged, skipped_nodes [{node, state, why}] (not
+    'skipped': Ansible reads that key as "the task was skipped"), left_alone
     [{node, state, reason}], failed [{node, ...}], messages, before/after (for diff)."""
     names = check_names(names)
     if state == "drain":
@@ -339,14 +341,14 @@ def apply(scontrol, names, state, reason=None, check_mode=False):
         plan[name] = decide(before.get(name), state, reason)
     act = [n for n in names if plan[n][0] in ("drain", "resume")]
     result = {"changed": bool(act), "state": state, "reason": reason if state == "drain" else None,
-              "drained": [], "resumed": [], "would": [], "unchanged": [], "skipped": [], "left_alone": [],
+              "drained": [], "resumed": [], "would": [], "unchanged": [], "skipped_nodes": [], "left_alone": [],
               "failed": [], "messages": [],
               "before": dict((n, describe(before.get(n))) for n in names)}
     for name in names:
         action, why = plan[name]
         node = before.get(name)
         if action == "skip":
-            result["skipped"].append({"node": name, "state": node["state"] if node else None, "why": why})
+            result["skipped_nodes"].append({"node": name, "state": node["state"] if node else None, "why": why})
             result["messages"].append("%s: skipped, %s" % (name, why))
         elif action == "none":
             result["unchanged"].append(name)
@@ -355,6 +357,8 @@ def apply(scontrol, names, state, reason=None, check_mode=False):
                 result["messages"].append("%s: %s" % (name, why))
     if check_mode:
         result["would"] = act
+        if act:
+            result["messages"].append("check mode: would %s %s" % (state, compress_hostlist(act)))
         result["after"] = dict(result["before"])
         for name in act:
             result["after"][name] = ("%s+DRAIN reason=%s" % (before[name]["base"], reason) if state == "drain"

@@ -22,12 +22,16 @@ from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics
 from ansible_collections.dlrack.node.plugins.module_utils.programs import health_check as hc
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler import slurm
 from realhost import h200_vm
+from slurmfake import FakeSlurmctld
 from testpaths import COLLECTIONS, DATA
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scheduler"))
-from test_slurm import FakeSlurmctld, _read  # noqa: E402
 
 SERVER_B = os.path.join(DATA, "edac", "netdata-issue1508-serverB")
+
+
+def _read(name):
+    with open(os.path.join(DATA, "slurm", name)) as f:
+        return f.read()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,106 @@
+"""The scheduler act through ansible-playbook: a real pre-flight report of a declared fleet
+(molecule/scheduler/fleets) drives playbooks/scheduler.yml - the play that site.yml, drift.yml and
+acceptance.yml import - against a stand-in scontrol (tests/slurmfake.py: lines of real Slurm 22.05.8
+output, updates applied as that slurmctld did). molecule/scheduler runs the same role against a
+real slurmctld; this test covers the playbook wiring, the switch and check mode without one."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TESTS = os.path.join(ROOT, "tests")
+FLEETS = os.path.join(ROOT, "molecule", "scheduler", "fleets")
+BIN = os.path.join(ROOT, ".venv", "bin")
+
+
+def _env():
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), PATH=BIN + os.pathsep + os.environ["PATH"])
+
+
+def _playbook(*args):
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook")] + list(args), cwd=ROOT, env=_env(),
+                         capture_output=True, text=True, timeout=300, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    base = tmp_path_factory.mktemp("reports")
+    for fleet in ("fail-slurm01", "pass-all", "fail-two"):
+        rc, out = _playbook("playbooks/preflight.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
+                            "-e", "dlrack_report_dir=%s/%s" % (base, fleet), "-e", "dlrack_fail_on=never")
+        assert rc == 0, out[-3000:]
+    return base
+
+
+@pytest.fixture()
+def slurm(tmp_path):
+    """State file + scontrol wrapper; slurm01 IDLE (captured line), ghost01-03 as captured."""
+    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-states.txt")) as f:
+        lines = dict((ln.split()[0][9:], ln) for ln in f.read().splitlines() if ln.startswith("NodeName="))
+    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-draining.txt")) as f:
+        lines["slurm01"] = f.read().splitlines()[0]
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(lines))
+    wrapper = tmp_path / "scontrol"
+    wrapper.write_text("#!/bin/sh\nexec %s %s %s \"$@\"\n" % (sys.executable, os.path.join(TESTS, "slurmfake.py"), state))
+    wrapper.chmod(0o755)
+    return state, str(wrapper)
+
+
+def _node(state, name):
+    line = json.loads(state.read_text())[name]
+    return re.search(r"State=(\S+)", line).group(1), (re.search(r"Reason=(.*?) \[", line) or [None, None])[1]
+
+
+def _act(reports, fleet, scontrol, *extra):
+    return _playbook("playbooks/scheduler.yml", "-e", "dlrack_scheduler=slurm", "-e", "scheduler_scontrol=" + scontrol,
+                     "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)]}), *extra)
+
+
+def _recap(out):
+    return dict((k, int(v)) for k, v in re.findall(r"(ok|changed|failed)=(\d+)", out.split("PLAY RECAP")[-1]))
+
+
+def test_drain_again_check_mode_resume(reports, slurm):
+    state, scontrol = slurm
+    run_id = json.loads((reports / "fail-slurm01" / "report.json").read_text())["summary"]["run_id"]
+    rc, out = _act(reports, "fail-slurm01", scontrol)
+    assert rc == 0, out[-3000:]
+    assert _node(state, "slurm01") == ("IDLE+DRAIN+NOT_RESPONDING", "dlrack: memory.exceeds_vram " + run_id)
+    assert _node(state, "ghost03")[1] == "maintenance: rack 7 PDU swap"     # a person's drain, untouched
+    rc, out = _act(reports, "fail-slurm01", scontrol)
+    assert rc == 0 and _recap(out)["changed"] == 0, out[-3000:]
+    rc, out = _act(reports, "pass-all", scontrol, "--check")
+    assert rc == 0 and "DRAIN" in _node(state, "slurm01")[0], out[-3000:]
+    assert re.search(r"would.*slurm01", out.replace("\n", " ")), out[-3000:]
+    rc, out = _act(reports, "pass-all", scontrol)
+    assert rc == 0 and _node(state, "slurm01") == ("IDLE+NOT_RESPONDING", None), out[-3000:]
+
+
+def test_over_the_cap_and_the_switch(reports, slurm):
+    state, scontrol = slurm
+    before = state.read_text()
+    rc, out = _act(reports, "fail-two", scontrol)
+    assert rc != 0 and "2 of 4 judged nodes fail, more than the cap of 1" in out, out[-3000:]
+    assert state.read_text() == before
+    rc, out = _playbook("playbooks/scheduler.yml", "-e", "scheduler_scontrol=" + scontrol,
+                        "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/fail-slurm01/report.json" % reports]}))
+    assert rc == 0 and "skipping: no hosts matched" in out and state.read_text() == before, out[-3000:]
+
+
+def test_the_three_playbooks_import_the_act():
+    for playbook, where in (("site.yml", "Site - apply the verdicts to the scheduler"),
+                            ("acceptance.yml", "Acceptance - apply the verdicts to the scheduler"),
+                            ("drift.yml", "Apply the verdicts to the scheduler")):
+        with open(os.path.join(ROOT, "playbooks", playbook)) as f:
+            text = f.read()
+        assert where in text, playbook
+    with open(os.path.join(ROOT, "playbooks", "site.yml")) as f:
+        site = f.read()
+    assert site.index("scheduler.yml") < site.index("- name: Site - verdict")
