@@ -30,6 +30,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import (  #
 from ansible_collections.dlrack.node.plugins.module_utils.ecc.edac import (
     detect_host, read_edac_sysfs)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_uptime, write_atomic
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import gather_gpus
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import SysReader
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.nvidia_smi import parse_xml
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import run as run_bounded
@@ -136,6 +138,8 @@ _FAMILIES = (
      "Corrected GPU memory errors; scope volatile (since driver load) or aggregate (lifetime)."),
     ("dlrack_gpu_ecc_uncorrected_errors_total", "counter",
      "Uncorrected GPU memory errors; scope volatile (since driver load) or aggregate (lifetime)."),
+    ("dlrack_gpu_ecc_deferred_errors_total", "counter",
+     "Deferred (poisoned, not yet consumed) GPU memory errors per RAS block (AMD; vendor label)."),
     ("dlrack_gpu_retired_pages", "gauge", "GPU memory pages retired, by cause."),
     ("dlrack_gpu_retired_pages_pending", "gauge",
      "1 when page retirement is pending a GPU reset."),
@@ -244,13 +248,46 @@ def add_gpu_metrics(metrics, gpus, up=None):
             metrics.add("dlrack_gpu_remapped_rows_failed", 1 if rows["failure"] else 0, ids)
 
 
+def add_amd_gpu_metrics(metrics, gpus):
+    """AMD GPU RAS samples under the same families as NVIDIA's, each with ``vendor="amd"``
+    (NVIDIA samples keep their labels: a series without ``vendor`` is NVIDIA). ``gpus``: the
+    entries of hw/gpu/amd.py (``ras.blocks`` per RAS block, counted since the driver loaded, so
+    scope is volatile; ``retired_pages`` from gpu_vram_bad_pages). Counters the driver does not
+    expose give no sample: unknown is never zero."""
+    for gpu in gpus or []:
+        if not isinstance(gpu, dict):
+            continue
+        ids = {"gpu": str(gpu.get("index")), "uuid": gpu.get("uuid") or "", "vendor": gpu.get("vendor") or "amd"}
+        ecc = gpu.get("ecc_enabled")
+        metrics.add("dlrack_gpu_ecc_supported", 0 if ecc is None else 1, ids)
+        if ecc is not None:
+            metrics.add("dlrack_gpu_ecc_enabled", 1 if ecc else 0, ids)
+        blocks = (gpu.get("ras") or {}).get("blocks") or {}
+        for block in sorted(blocks):
+            counts = blocks[block] or {}
+            labels = dict(ids, scope="volatile", block=block)
+            for family, key in (("dlrack_gpu_ecc_corrected_errors_total", "ce"),
+                                ("dlrack_gpu_ecc_uncorrected_errors_total", "ue"),
+                                ("dlrack_gpu_ecc_deferred_errors_total", "de")):
+                value = counts.get(key)
+                metrics.add(family, value if _is_count(value) else None, labels)
+        pages = gpu.get("retired_pages") or {}
+        for cause in ("retired", "failed"):
+            value = pages.get(cause)
+            metrics.add("dlrack_gpu_retired_pages", value if _is_count(value) else None,
+                        dict(ids, cause="bad_page" if cause == "retired" else "reserve_failed"))
+        if _is_count(pages.get("pending")):
+            metrics.add("dlrack_gpu_retired_pages_pending", 1 if pages["pending"] else 0, ids)
+
+
 def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=None,
-                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None):
+                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None, amd_gpus=None):
     """The whole textfile as a string (pure: no file or process access)."""
     metrics = _new_metrics()
     findings = assess_ecc(edac, uptime_s=uptime_s, budget_24h=budget_24h)
     add_edac_metrics(metrics, edac, detection=detection, findings=findings, budget_24h=budget_24h)
     add_gpu_metrics(metrics, gpus, up=gpu_up)
+    add_amd_gpu_metrics(metrics, amd_gpus)
     metrics.add("dlrack_ecc_collector_last_run_timestamp_seconds",
                 float(now if now is not None else time.time()))
     if duration_s is not None:
@@ -291,6 +328,14 @@ def find_nvidia_smi(path=None):
     return None
 
 
+def amd_gpus_from_sysfs(root="/"):
+    """AMD/Hygon GPUs with their RAS counters from amdgpu sysfs alone (no tool runs)."""
+    try:
+        return gather_gpus(SysReader(root), None, {}, [], vendors=("amd",))
+    except Exception:  # pylint: disable=broad-except  # an odd tree must not stop the host EDAC metrics
+        return None
+
+
 def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_BUDGET_24H,
             virtualization=None, now=None):
     """Gather everything from ``root`` (a live or captured tree) and render the textfile."""
@@ -304,7 +349,7 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
     gpus, up = gpus_from_nvidia_smi(command=nvidia_smi, xml_text=xml_text)
     return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
                           uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
-                          duration_s=time.time() - started)
+                          duration_s=time.time() - started, amd_gpus=amd_gpus_from_sysfs(root))
 
 
 USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name FILE]

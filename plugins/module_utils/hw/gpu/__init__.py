@@ -73,10 +73,12 @@ def _classify(rd, name, d):
     return None, False
 
 
-def gather_gpus(rd, run, tools, errors):
+def gather_gpus(rd, run, tools, errors, vendors=None):
     """All GPUs of the node. ``tools``: {tool name: path or None} (see ``TOOLS``). A device
     whose vendor or class cannot be read is named in ``errors`` (it may be a GPU); one odd
-    device never drops the others."""
+    device never drops the others. ``vendors``: names of the vendor modules to ask (default
+    all; the ECC collector asks "amd" alone, from sysfs: ``run`` is then never called when
+    ``tools`` is empty)."""
     found = dict((mod.NAME, []) for mod in VENDORS)
     display = []
     base = rd.path("/sys/bus/pci/devices")
@@ -103,6 +105,8 @@ def gather_gpus(rd, run, tools, errors):
         found["amd"] = display
     out = []
     for mod in VENDORS:
+        if vendors is not None and mod.NAME not in vendors:
+            continue
         gpus = sorted(found[mod.NAME], key=lambda g: g["pci_bus_id"])
         if gpus or mod is nvidia:   # nvidia-smi may list GPUs that sysfs does not show
             out.extend(mod.gather(rd, gpus, run, tools, errors))

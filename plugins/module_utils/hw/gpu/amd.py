@@ -35,7 +35,7 @@ import re
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, na
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import amd_smi
-from ansible_collections.dlrack.node.plugins.module_utils.system import command
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure as command_failure
 
 NAME = "amd"
 PCI_VENDORS = ("0x1002", "0x1d94")
@@ -193,7 +193,7 @@ def _fill(g, key, value):
 def _run_json(run, argv, errors, parse):
     res = run(argv)
     out = res[1]
-    failed = command.failure(res, " ".join([os.path.basename(argv[0])] + list(argv[1:3])))
+    failed = command_failure(res, " ".join([os.path.basename(argv[0])] + list(argv[1:3])))
     if failed:
         errors.append(failed)
         return None

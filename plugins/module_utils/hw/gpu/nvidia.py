@@ -16,7 +16,7 @@ __metaclass__ = type
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
-from ansible_collections.dlrack.node.plugins.module_utils.system import command
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure as command_failure
 
 NAME = "nvidia"
 PCI_VENDORS = ("0x10de",)
@@ -83,7 +83,7 @@ def wants_nvlink_status(smi_gpus):
 def _apply_nvlink(gpus, run, nvidia_smi_path, errors):
     res = run([nvidia_smi_path, "nvlink", "-s"])
     out = res[1]
-    failed = command.failure(res, "nvidia-smi nvlink -s")
+    failed = command_failure(res, "nvidia-smi nvlink -s")
     if failed:
         errors.append(failed)
         return
@@ -117,7 +117,7 @@ def gather(rd, gpus, run, tools, errors):
         return gpus
     res = run([nvidia_smi_path, "-q", "-x"])
     out = res[1]
-    failed = command.failure(res, "nvidia-smi -q -x")
+    failed = command_failure(res, "nvidia-smi -q -x")
     if failed:
         errors.append(failed)
         return gpus

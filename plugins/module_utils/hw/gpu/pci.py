@@ -13,10 +13,36 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import readlink_base, under
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import (
+    READ_LIMIT, listdir, read_int, read_text, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import sysfs_pci
 
 PCI_IDS_PATHS = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids", "/usr/share/pci.ids")
+
+
+class SysReader(object):
+    """The reader interface the vendor modules use (gather.py passes its own, which also
+    validates cpulists); this one is for node programs that read GPUs without gather.py (the
+    ECC collector): unreadable files become lines in ``errors``, cpulists are kept as text."""
+
+    def __init__(self, root="/", errors=None):
+        self.root, self.errors = root or "/", [] if errors is None else errors
+
+    def path(self, live_path):
+        return under(self.root, live_path)
+
+    def text(self, path, limit=READ_LIMIT):
+        return read_text(path, limit=limit, errors=self.errors, root=self.root)
+
+    def int(self, path):
+        return read_int(path, errors=self.errors, root=self.root)
+
+    def listdir(self, path):
+        return listdir(path, errors=self.errors, root=self.root)
+
+    def cpulist(self, path, what):
+        text = self.text(path, limit=65536)
+        return text if text and len(text) < 4096 else None
 
 
 def read_common(rd, d, g):

@@ -1,0 +1,51 @@
+"""AMD RAS counters in the ECC textfile (issue 21.6), from amdgpu sysfs trees built from the
+kernel's documented formats (tests/data/amd/README.md); NVIDIA output is left as it was."""
+import importlib.util
+import os
+import re
+
+import pytest
+from testpaths import DATA, sysfs_tree
+
+from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics
+
+
+@pytest.fixture(scope="module")
+def amd_tree(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("dlrack_amd_trees", os.path.join(DATA, "amd", "build_trees.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path_factory.mktemp("amd-trees")
+    mod.build_all(str(out))
+    return lambda name: str(out / name)
+
+
+def samples(text, family):
+    return [line for line in text.splitlines() if line.startswith(family + "{")]
+
+
+def test_mi300x_ras_counters_per_block_with_vendor_label(amd_tree):
+    text = metrics.collect(root=amd_tree("mi300x-8gpu"), now=0)
+    assert len(samples(text, "dlrack_gpu_ecc_enabled")) == 8
+    line = 'dlrack_gpu_ecc_corrected_errors_total{gpu="3",uuid="GPU-6f1f0a2b3c4d5e03",vendor="amd",scope="volatile",block="umc"} 5'
+    assert line in text.splitlines()
+    assert ('dlrack_gpu_ecc_deferred_errors_total{gpu="3",uuid="GPU-6f1f0a2b3c4d5e03",vendor="amd",scope="volatile",'
+            'block="umc"} 0') in text.splitlines()
+    # gfx/sdma print no "de": no deferred sample for them (unknown is not zero)
+    assert not [s for s in samples(text, "dlrack_gpu_ecc_deferred_errors_total") if 'block="gfx"' in s]
+    assert 'dlrack_gpu_retired_pages{gpu="3",uuid="GPU-6f1f0a2b3c4d5e03",vendor="amd",cause="bad_page"} 1' in text
+    assert all('vendor="amd"' in s for s in samples(text, "dlrack_gpu_ecc_supported"))
+    assert text.count("# TYPE dlrack_gpu_ecc_corrected_errors_total counter") == 1
+
+
+def test_mi210_without_ras_is_unsupported_not_zero(amd_tree):
+    text = metrics.collect(root=amd_tree("mi210-2gpu-pcie"), now=0)
+    assert samples(text, "dlrack_gpu_ecc_supported") == [
+        'dlrack_gpu_ecc_supported{gpu="0",uuid="",vendor="amd"} 0',
+        'dlrack_gpu_ecc_supported{gpu="1",uuid="",vendor="amd"} 0']
+    assert not samples(text, "dlrack_gpu_ecc_corrected_errors_total") and "dlrack_gpu_ecc_enabled" not in text
+
+
+def test_nvidia_tree_gets_no_amd_samples():
+    text = metrics.collect(root=sysfs_tree("esc8000a-e12"), now=0)
+    assert 'vendor=' not in text and not re.search(r"^dlrack_gpu_", text, re.M)
