@@ -20,8 +20,11 @@ description:
     them, as drift.yml does per role) are recorded too, with the task and its message. Every play
     of one run that names the same file adds to it. The drift play reads the file to write the drift report and to
     set the exit status, so the report never depends on parsing console output.
-  - Enable it with C(callbacks_enabled = dlrack.node.drift) in C(ansible.cfg) or
-    C(ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift) (the collection's ansible.cfg does).
+  - drift.yml needs no configuration for it - the collection's C(playbooks/callback_plugins/dlrack_node_drift.py) is this
+    callback as a playbook-adjacent plugin, which Ansible loads for the playbooks of that folder by itself (also
+    C(ansible-playbook dlrack.node.drift) from an installed collection). Another playbook that sets
+    C(dlrack_drift_file) enables it with C(callbacks_enabled = dlrack.node.drift) in C(ansible.cfg) or
+    C(ANSIBLE_CALLBACKS_ENABLED=dlrack.node.drift); the adjacent copy then steps aside, so records are made once.
 requirements:
   - enable in configuration
 author: dlrack.node contributors (@dlrack)

@@ -1,60 +1,33 @@
 """dlrack.node as users get it: built with ansible-galaxy from a clean copy of this checkout,
 installed offline into an empty path, then used from OUTSIDE the repository without its ansible.cfg:
-the pre-flight validates a declared fleet and ansible-doc renders every plugin and role."""
+the pre-flight validates a declared fleet and ansible-doc renders every plugin and role, drift.yml
+writes its report with no callback configured (issue 20.2), ecc_monitor runs in a play that gathers
+no facts and the pre-flight gathers from dlrack_hw_root as declare.yml does (issue 20.6)."""
 import json
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 
 import pytest
-from testpaths import ROOT, build_collection
+from user_install import install, run, VENV_BIN
+from testpaths import ROOT, sysfs_tree
 
-VENV_BIN = os.path.join(ROOT, ".venv", "bin")
-# The dependencies (ansible.posix, community.general, containers.podman) as bootstrap.sh extracts
-# them; NOT .collections, which links this checkout itself as dlrack.node.
-DEPS = os.path.join(ROOT, ".venv", "collections")
+VENV_PY = os.path.join(VENV_BIN, "python")
+
 USER_PATHS = ("plugins/", "roles/", "playbooks/", "docs/", "meta/", "changelogs/", "inventories/example/")
 DEV_PATHS = ("tests/", "molecule/", "benchmarks/", "scripts/", ".venv/", ".collections/", ".cache/", "reports/",
              "context/", ".git/", "Makefile", "ansible.cfg", "requirements-dev.txt", ".hypothesis/")
 
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, ".git")),
                                 reason="needs a git checkout (copies the files git would commit)")
-
-
-def _clean_env(tmp):
-    """The environment of a user's shell: no ANSIBLE_* of this project, no ansible.cfg in reach."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(PATH=VENV_BIN + os.pathsep + env.get("PATH", ""), ANSIBLE_HOME=os.path.join(tmp, "ansible-home"),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PYTHONDONTWRITEBYTECODE="1")
-    return env
-
-
-def _run(argv, cwd, env, timeout=300):
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=timeout, check=False)
-    return proc
+_run = run
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Build the tarball from the files git would commit (uncommitted edits included, ignored
-    files such as .venv or reports not), install it offline, return the paths."""
-    tmp = str(tmp_path_factory.mktemp("collection"))
-    env = _clean_env(tmp)
-    tarball = build_collection(tmp, env)
-    dest = os.path.join(tmp, "installed")
-    env_deps = dict(env, ANSIBLE_COLLECTIONS_PATH=DEPS)   # --offline: dependencies already present
-    proc = _run(["ansible-galaxy", "collection", "install", "--offline", "-p", dest, tarball], cwd=tmp,
-                env=env_deps)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "dlrack.node:" in proc.stdout and "installed successfully" in proc.stdout
-    user = os.path.join(tmp, "user")        # the user's working folder: no ansible.cfg
-    os.makedirs(user)
-    env_user = dict(env, ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([dest, DEPS]))
-    return {"tarball": tarball, "coll": os.path.join(dest, "ansible_collections", "dlrack", "node"),
-            "user": user, "env": env_user, "tmp": tmp}
+    """The tarball built and installed offline (tests/user_install.py), a user folder outside the repo."""
+    return install(str(tmp_path_factory.mktemp("collection")))
 
 
 def test_tarball_carries_what_users_need_and_no_dev_material(installed):
@@ -157,3 +130,83 @@ def test_every_plugin_and_role_has_version_added_for_the_changelog(installed):
             added = str(doc.get("version_added") or "")
             assert re.match(r"^\d+\.\d+\.\d+$", added), (kind, name, added)
             assert tuple(map(int, added.split("."))) <= tuple(map(int, version.split("."))), (kind, name, added)
+
+
+def _local_inventory(installed, name, **hostvars):
+    """An inventory of one host on this machine (local connection, the venv's interpreter)."""
+    inv = os.path.join(installed["user"], name)
+    os.makedirs(inv)
+    host = dict({"ansible_connection": "local", "ansible_python_interpreter": VENV_PY, "dlrack_become": False},
+                **hostvars)
+    with open(os.path.join(inv, "hosts.yml"), "w") as fh:
+        json.dump({"all": {"hosts": {"node-1": host}}}, fh)
+    return inv
+
+
+def test_installed_drift_writes_its_report_without_configuration(installed):
+    """No ansible.cfg and no ANSIBLE_CALLBACKS_ENABLED: the would-be changes and failures are still
+    recorded (playbooks/callback_plugins/ is loaded by Ansible itself) and drift.* is written."""
+    assert not any(k.startswith("ANSIBLE_CALLBACK") for k in installed["env"])
+    inv = os.path.join(installed["user"], "drift-inventory.yml")
+    with open(inv, "w") as fh:   # nothing listens on 127.0.0.2 port 1: refused at once
+        json.dump({"all": {"hosts": {"dead-1": {"ansible_host": "127.0.0.2", "ansible_port": 1, "ansible_connection": "ssh",
+                                                "ansible_ssh_common_args": "-o ConnectTimeout=5"}},
+                           "vars": {"dlrack_become": False}}}, fh)
+    reports = os.path.join(installed["user"], "drift")
+    proc = _run(["ansible-playbook", "dlrack.node.drift", "--check", "--diff", "-i", inv, "-e", "dlrack_report_dir=" + reports],
+                cwd=installed["user"], env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-4000:]
+    assert "cannot read the drift records" not in out and ROOT not in out
+    with open(os.path.join(reports, "drift.json")) as fh:
+        d = json.load(fh)["drift"]["dead-1"]
+    assert d["status"] == "error" and d["unreachable"] is True
+    assert d["failures"][0]["task"] == "Gather hardware facts" and "127.0.0.2" in d["failures"][0]["msg"]
+    for ext in ("xml", "html"):
+        assert os.path.getsize(os.path.join(reports, "drift." + ext)) > 0
+    # With the callback enabled as well (the repository's ansible.cfg does), the records are made once.
+    env = dict(installed["env"], ANSIBLE_CALLBACKS_ENABLED="dlrack.node.drift")
+    proc = _run(["ansible-playbook", "dlrack.node.drift", "--check", "--diff", "-i", inv, "-e", "dlrack_report_dir=" + reports],
+                cwd=installed["user"], env=env)
+    assert proc.returncode == 2, proc.stdout[-4000:]
+    with open(os.path.join(reports, "drift-records.json")) as fh:
+        assert len(json.load(fh)["dead-1"]["failures"]) == 1
+
+
+def test_installed_ecc_monitor_in_a_play_without_facts(installed):
+    """A play with gather_facts: false: the role gathers the two fact groups it needs (check mode:
+    nothing on this machine changes), and a play that gathered them already is not asked again."""
+    inv = _local_inventory(installed, "ecc-inventory")
+    play = os.path.join(installed["user"], "ecc.yml")
+    with open(play, "w") as fh:
+        fh.write("- name: ECC monitoring on its own\n  hosts: all\n  gather_facts: false\n"
+                 "  roles:\n    - role: dlrack.node.ecc_monitor\n"
+                 "- name: ECC monitoring after the play's own facts\n  hosts: all\n  gather_facts: true\n"
+                 "  roles:\n    - role: dlrack.node.ecc_monitor\n")
+    proc = _run(["ansible-playbook", "-i", inv, play, "--check"], cwd=installed["user"], env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "os_family" not in out and "[ERROR]" not in out
+    gather = re.findall(r"TASK \[dlrack.node.ecc_monitor : Gather the facts this role needs[^\n]*\n(\w+): \[node-1\]", out)
+    assert gather == ["ok", "skipping"], gather
+    assert len(re.findall(r"TASK \[dlrack.node.ecc_monitor : Load the package names[^\n]*\nok: \[node-1\]", out)) == 2
+
+
+def test_installed_preflight_gathers_from_dlrack_hw_root(installed):
+    """declare.yml and the pre-flight's gather step read the same tree: a declaration made from a
+    captured host's tree matches when the pre-flight gathers that tree (not this machine)."""
+    tree = sysfs_tree("esc8000a-e12")
+    inv = _local_inventory(installed, "root-inventory")
+    proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree],
+                cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert os.path.exists(os.path.join(inv, "host_vars", "node-1", "dlrack_hw.yml"))
+    reports = os.path.join(installed["user"], "root-reports")
+    proc = _run(["ansible-playbook", "dlrack.node.preflight", "-i", inv, "-e", "dlrack_hw_root=" + tree,
+                 "-e", "dlrack_gather=true", "-e", "dlrack_fail_on=never", "-e", "dlrack_report_dir=" + reports],
+                cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    with open(os.path.join(reports, "report.json")) as fh:
+        host = json.load(fh)["hosts"]["node-1"]
+    matches = [f for f in host["findings"] if f["rule"] == "inventory.matches_declared"]
+    assert host["rules"]["inventory.matches_declared"] == "pass", matches
