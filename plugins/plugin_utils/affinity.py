@@ -433,7 +433,22 @@ def _split(topo, units, members, reserved, include_smt, max_cores_per_gpu):
                 "slurm_cores": format_cpulist(slurm_index[k] for k in mine),
                 "fallback": fallback,
             }
+            _amd_entry(result[idx], g)
     return result
+
+
+def _amd_entry(entry, gpu):
+    """AMD/Hygon plan entries also say their vendor and device files (the render node and
+    /dev/kfd, which a job's cgroup must allow); NVIDIA entries keep their schema-1 keys."""
+    vendor = str(gpu.get("vendor") or "").lower() or {"0x1002": "amd", "0x1d94": "hygon"}.get(
+        str(gpu.get("vendor_id") or "").lower())
+    if vendor not in ("amd", "hygon"):
+        return
+    render = gpu.get("render_node")
+    render = render if isinstance(render, str) and re.match(r"^renderD[0-9]{1,4}$", render) else None
+    entry["vendor"] = vendor
+    entry["render_node"] = render
+    entry["device_files"] = (["/dev/dri/" + render] if render else []) + ["/dev/kfd"]
 
 
 def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
@@ -491,15 +506,28 @@ def _plan_gpus(report, what):
     return gpus
 
 
-def gres_conf_lines(report, name="gpu", file_template="/dev/nvidia{index}", gpu_type=None):
-    """gres.conf lines, one per GPU: ``Name=gpu [Type=..] File=/dev/nvidiaN Cores=<slurm>``."""
+DEFAULT_GRES_FILE = "/dev/nvidia{index}"
+AMD_GRES_FILE = "/dev/dri/{render_node}"
+
+
+def gres_conf_lines(report, name="gpu", file_template=DEFAULT_GRES_FILE, gpu_type=None):
+    """gres.conf lines, one per GPU: ``Name=gpu [Type=..] File=/dev/nvidiaN Cores=<slurm>``.
+    An AMD plan entry with the default template gets its render node (``File=/dev/dri/renderD128``,
+    as Slurm's gres.conf names AMD GPUs); without a known render node that is an error naming
+    the GPU, never a guessed device."""
     lines = []
     for gpu in _plan_gpus(report, "gres.conf"):
         parts = ["Name=%s" % name]
         if gpu_type:
             parts.append("Type=%s" % gpu_type)
+        template = file_template
+        if gpu.get("vendor") in ("amd", "hygon") and file_template == DEFAULT_GRES_FILE:
+            if not gpu.get("render_node"):
+                raise AffinityError("gres.conf: AMD GPU %s has no known render node (gather the host, or set "
+                                    "file_template)" % gpu.get("index"))
+            template = AMD_GRES_FILE
         try:
-            parts.append("File=%s" % str(file_template).format(**gpu))
+            parts.append("File=%s" % str(template).format(**gpu))
         except (KeyError, IndexError, ValueError, AttributeError) as exc:
             raise AffinityError("file_template %r: %s: %s (use {index} for the GPU index)"
                                 % (file_template, type(exc).__name__, exc))

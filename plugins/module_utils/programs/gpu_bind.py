@@ -31,6 +31,10 @@ CUDA_VISIBLE_DEVICES entries may be indices, GPU UUIDs (full or a unique prefix)
 entries mean nvidia-smi/NVML indices, which are in PCI bus order; CUDA numbers devices
 fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so the launcher exports
 CUDA_DEVICE_ORDER=PCI_BUS_ID when it is unset (then CUDA device N is nvidia-smi GPU N).
+On a plan of AMD GPUs (entries with ``vendor: amd``) ROCR_VISIBLE_DEVICES takes the place of
+CUDA_VISIBLE_DEVICES (indices in ROCm's order, the plan's bus-id order, or ``GPU-<unique id>``),
+and HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES, which HIP also reads) indexes into the devices
+ROCR_VISIBLE_DEVICES leaves.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -187,20 +191,62 @@ def _local_rank(env):
     return None, None
 
 
+def _tokens(visible):
+    tokens = [t.strip() for t in visible.split(",") if t.strip()]
+    # CUDA (and ROCm) stop at the first invalid entry ("-1" hides everything).
+    out = []
+    for t in tokens:
+        if t.startswith("-"):
+            break
+        out.append(t)
+    return out
+
+
+AMD_VISIBLE = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def plan_gpus(plan):
+    gpus = plan.get("gpus") if isinstance(plan, dict) else None
+    return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+
+
+def _amd_visible(plan, env):
+    """(variable name, its value, tokens naming plan GPUs) for an AMD plan, or None when no
+    AMD variable is set. ROCR_VISIBLE_DEVICES selects GPUs (indices in ROCm's order, which is
+    the plan's bus-id order, or GPU-<unique id> UUIDs); HIP_VISIBLE_DEVICES (or
+    CUDA_VISIBLE_DEVICES, which HIP reads the same way) then indexes into what ROCR left."""
+    rocr = env.get("ROCR_VISIBLE_DEVICES")
+    hip_var = "HIP_VISIBLE_DEVICES" if env.get("HIP_VISIBLE_DEVICES") is not None else "CUDA_VISIBLE_DEVICES"
+    hip = env.get(hip_var)
+    if rocr is None and hip is None:
+        return None
+    base = _tokens(rocr) if rocr is not None else [str(g.get("index")) for g in plan_gpus(plan)]
+    if hip is None:
+        return "ROCR_VISIBLE_DEVICES", rocr, base
+    out = []
+    for t in _tokens(hip):
+        if not re.match(r"^\d+$", t) or int(t) >= len(base):
+            raise BindError("%s=%r: entry %r is not an index below %d (the devices %s)"
+                            % (hip_var, hip, t, len(base), "ROCR_VISIBLE_DEVICES leaves" if rocr is not None
+                               else "of the plan"), EXIT_USAGE)
+        out.append(base[int(t)])
+    return hip_var, hip, out
+
+
+def _is_amd_plan(plan):
+    return any(str(g.get("vendor") or "") in ("amd", "hygon") for g in plan_gpus(plan))
+
+
 def resolve(plan, env=None, gpu=None, mig_map=None):
     """Return {gpus: [plan entries], cpus: [...], mems: [...], why: str}."""
     env = os.environ if env is None else env
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    tokens = None
-    if visible is not None:
-        tokens = [t.strip() for t in visible.split(",") if t.strip()]
-        # CUDA stops at the first invalid entry ("-1" hides everything).
-        out = []
-        for t in tokens:
-            if t.startswith("-"):
-                break
-            out.append(t)
-        tokens = out
+    var_name = "CUDA_VISIBLE_DEVICES"
+    amd = _amd_visible(plan, env) if _is_amd_plan(plan) else None
+    if amd is not None:
+        var_name, visible, tokens = amd
+    else:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        tokens = None if visible is None else _tokens(visible)
     if gpu is not None:
         chosen, why = [find_gpu(plan, gpu, mig_map)], "--gpu %s" % gpu
     else:
@@ -208,10 +254,10 @@ def resolve(plan, env=None, gpu=None, mig_map=None):
         if rank is not None:
             if tokens is not None:
                 if rank >= len(tokens):
-                    raise BindError("%s=%d but CUDA_VISIBLE_DEVICES=%r shows %d device(s)"
-                                    % (var, rank, visible, len(tokens)))
+                    raise BindError("%s=%d but %s=%r shows %d device(s)"
+                                    % (var, rank, var_name, visible, len(tokens)))
                 chosen = [find_gpu(plan, tokens[rank], mig_map)]
-                why = "%s=%d -> CUDA_VISIBLE_DEVICES[%d]=%s" % (var, rank, rank, tokens[rank])
+                why = "%s=%d -> %s[%d]=%s" % (var, rank, var_name, rank, tokens[rank])
             else:
                 chosen, why = [find_gpu(plan, rank, mig_map)], "%s=%d" % (var, rank)
         elif tokens:
@@ -220,9 +266,9 @@ def resolve(plan, env=None, gpu=None, mig_map=None):
                 g = find_gpu(plan, t, mig_map)
                 if g not in chosen:
                     chosen.append(g)
-            why = "CUDA_VISIBLE_DEVICES=%s" % visible
+            why = "%s=%s" % (var_name, visible)
         elif tokens is not None:
-            raise BindError("CUDA_VISIBLE_DEVICES=%r shows no GPU" % visible)
+            raise BindError("%s=%r shows no GPU" % (var_name, visible))
         else:
             raise BindError("which GPU? set LOCAL_RANK (or SLURM_LOCALID) or "
                             "CUDA_VISIBLE_DEVICES, or pass --gpu", EXIT_USAGE)

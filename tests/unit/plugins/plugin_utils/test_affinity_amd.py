@@ -1,0 +1,72 @@
+"""AMD GPUs in the affinity plan, gres.conf and dlrack-gpu-bind (issue 21.7): ROCR_VISIBLE_DEVICES /
+HIP_VISIBLE_DEVICES, /dev/dri/renderD* and /dev/kfd. Documents shaped like hw_facts' AMD output
+(tests/unit/plugins/module_utils/hw/gpu/ gathers them from built sysfs trees)."""
+import pytest
+
+from ansible_collections.dlrack.node.plugins.module_utils.programs import gpu_bind
+from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import (
+    AffinityError, gres_conf_lines, plan_gpu_affinity_report)
+
+
+def hw(vendor="amd", n=8, render=True):
+    gpus = []
+    for i in range(n):
+        g = {"index": i, "pci_bus_id": "0000:%02x:00.0" % (16 + i), "numa_node": i * 2 // n,
+             "uuid": "GPU-%016x" % (0x6f00 + i)}
+        if vendor == "amd":
+            g.update({"vendor": "amd", "vendor_id": "0x1002", "render_node": "renderD%d" % (128 + i) if render else None})
+        gpus.append(g)
+    return {"schema": 1, "source": "gathered",
+            "cpu": {"sockets": 2, "cores": 32, "threads": 32, "core_cpus": [str(c) for c in range(32)],
+                    "numa_nodes": [{"id": 0, "cpus": "0-15"}, {"id": 1, "cpus": "16-31"}]},
+            "gpus": gpus}
+
+
+def test_amd_plan_entries_carry_vendor_and_device_files():
+    rep = plan_gpu_affinity_report(hw())
+    g = rep["gpus"][2]
+    assert (g["vendor"], g["render_node"], g["device_files"]) == ("amd", "renderD130", ["/dev/dri/renderD130", "/dev/kfd"])
+    assert [x["numa_node"] for x in rep["gpus"]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    # 8 logical devices (a 4-OAM MI250X node is the same document) get 8 disjoint sets
+    sets = [set(gpu_bind.parse_cpulist(x["cpus"])) for x in rep["gpus"]]
+    assert all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
+    nv = plan_gpu_affinity_report(hw("nvidia"))["gpus"][2]
+    assert "vendor" not in nv and "device_files" not in nv          # NVIDIA entries unchanged
+
+
+def test_gres_conf_uses_render_nodes_for_amd():
+    lines = gres_conf_lines(plan_gpu_affinity_report(hw()), gpu_type="mi300x")
+    assert lines[0] == "Name=gpu Type=mi300x File=/dev/dri/renderD128 Cores=1-4"
+    assert gres_conf_lines(plan_gpu_affinity_report(hw("nvidia")))[0] == "Name=gpu File=/dev/nvidia0 Cores=1-4"
+    with pytest.raises(AffinityError, match="AMD GPU 0 has no known render node"):
+        gres_conf_lines(plan_gpu_affinity_report(hw(render=False)))
+    assert gres_conf_lines(plan_gpu_affinity_report(hw(render=False)), file_template="/dev/dri/card{index}")[1] == \
+        "Name=gpu File=/dev/dri/card1 Cores=5-8"
+
+
+@pytest.fixture
+def plan():
+    return plan_gpu_affinity_report(hw())
+
+
+@pytest.mark.parametrize("env,gpus", [
+    ({"ROCR_VISIBLE_DEVICES": "3"}, [3]),
+    ({"ROCR_VISIBLE_DEVICES": "GPU-0000000000006f05"}, [5]),
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6", "LOCAL_RANK": "1"}, [5]),
+    ({"ROCR_VISIBLE_DEVICES": "4,5,6", "HIP_VISIBLE_DEVICES": "2"}, [6]),
+    ({"HIP_VISIBLE_DEVICES": "7"}, [7]),
+    ({"CUDA_VISIBLE_DEVICES": "1"}, [1]),                          # HIP reads it too
+    ({"LOCAL_RANK": "2"}, [2]),
+    ({"ROCR_VISIBLE_DEVICES": "0,1"}, [0, 1]),
+])
+def test_bind_resolves_rocm_variables(plan, env, gpus):
+    assert [g["index"] for g in gpu_bind.resolve(plan, env=env)["gpus"]] == gpus
+
+
+def test_bind_rocm_errors_name_the_variable(plan):
+    with pytest.raises(gpu_bind.BindError, match="ROCR_VISIBLE_DEVICES='4,5' shows 2 device"):
+        gpu_bind.resolve(plan, env={"ROCR_VISIBLE_DEVICES": "4,5", "LOCAL_RANK": "3"})
+    with pytest.raises(gpu_bind.BindError, match="HIP_VISIBLE_DEVICES='5'"):
+        gpu_bind.resolve(plan, env={"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "5"})
+    why = gpu_bind.resolve(plan, env={"ROCR_VISIBLE_DEVICES": "4,5", "LOCAL_RANK": "1"})["why"]
+    assert why == "LOCAL_RANK=1 -> ROCR_VISIBLE_DEVICES[1]=5"
