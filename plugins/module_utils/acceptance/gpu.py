@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Host<->GPU and GPU<->GPU copy bandwidth through the CUDA driver API (libcuda.so.1) with ctypes.
+"""Host<->GPU and GPU<->GPU copy bandwidth through the CUDA driver API (libcuda.so.1) with ctypes
+(AMD nodes, where /sys/class/kfd exists and libcuda does not: the HIP runtime, gpu_hip.py).
 
 Every node with the NVIDIA driver has libcuda.so.1, so this needs no compiler, no CUDA toolkit and
 no PyTorch. Per GPU, with the process pinned to the GPU's local CPUs (so host buffers are on the
@@ -329,6 +330,23 @@ def measure_p2p(cuda, count, nbytes, iterations, clock=time.perf_counter):
     return pairs
 
 
+def amd_node(sysfs="/sys"):
+    """True when amdgpu's compute interface (KFD) is there: the GPUs are AMD's."""
+    return os.path.isdir(os.path.join(sysfs, "class", "kfd", "kfd"))
+
+
+def _hip():
+    try:
+        from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu_hip
+        return gpu_hip
+    except ImportError:  # run as a plain file next to gpu_hip.py
+        import importlib.util as ilu
+        spec = ilu.spec_from_file_location("dlrack_acceptance_gpu_hip", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_hip.py"))
+        mod = ilu.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+
 def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 << 28, p2p_iterations=5,
             cuda=None, clock=time.perf_counter, sysfs="/sys"):
     """The whole GPU measurement: {status: ok|skip|error, reason, driver_version, devices, p2p}."""
@@ -339,6 +357,9 @@ def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 
     try:
         cuda = cuda or Cuda.load()
     except CudaUnavailable as exc:
+        if amd_node(sysfs):   # no libcuda on an AMD node: the HIP runtime measures (gpu_hip.py)
+            return _hip().measure(nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock=clock,
+                                  sysfs=sysfs)
         return dict(doc, status="skip", reason=str(exc))
     rc = cuda.raw("cuInit", 0)
     if rc == CUDA_ERROR_NO_DEVICE:
