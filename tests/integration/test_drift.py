@@ -47,7 +47,9 @@ def test_all_hosts_unreachable_still_writes_the_report(tmp_path):
         assert d["failures"][0]["task"] == "Gather hardware facts" and "127.0.0.2" in d["failures"][0]["msg"]
         assert 'classname="%s.drift"' % host in xml
     assert xml.count('<error message="Gather hardware facts:') == 2
-    assert "not checked (error)" in (reports / "drift.html").read_text()
+    html = (reports / "drift.html").read_text()
+    assert "not checked (error)" in html and "<title>dlrack.node drift report</title>" in html
+    assert "2 host(s) not checked (unreachable or a check failed) of 2" in html and "badge pass" not in html
 
 
 def test_a_failing_check_does_not_stop_the_other_roles(tmp_path):
