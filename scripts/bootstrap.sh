@@ -13,6 +13,15 @@ stamp=$VENV/.dlrack-stamp
 want="$(sha256sum requirements-dev.txt scripts/bootstrap.sh | sha256sum | cut -c1-16)"
 
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  # ansible-core 2.19 (requirements-dev.txt) needs Python 3.11 or newer: say so instead of pip's
+  # "no matching distribution" (Ubuntu 22.04 has 3.10).
+  pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "unknown")
+  case "$pyver" in
+    3.1[1-9]|3.[2-9][0-9]) ;;
+    *) echo "bootstrap: $PY is Python $pyver; the pinned ansible-core 2.19 needs Python 3.11 or newer" \
+            "(Debian 12 has 3.11, Ubuntu 24.04 3.12): run with PYTHON=/path/to/python3.11" >&2
+       exit 1 ;;
+  esac
   if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     echo "bootstrap: python3-venv is missing; installing it with apt" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-pip >/dev/null
@@ -44,4 +53,6 @@ for c in containers/podman community/general ansible/posix; do
   mkdir -p "$COLL/${c%/*}"
   ln -sfn "$VENV/collections/ansible_collections/$c" "$COLL/$c"
 done
-echo "bootstrap: .venv ready ($("$VENV/bin/ansible" --version | head -1))"
+# The version from the package itself: `ansible --version | head -1` under pipefail made ansible
+# print a "Broken pipe" traceback whenever head closed the pipe before ansible had written it all.
+echo "bootstrap: .venv ready (ansible-core $("$VENV/bin/python" -c 'from ansible.release import __version__; print(__version__)'))"
