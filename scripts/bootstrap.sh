@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-/usr/bin/python3}
-ANSIBLE_WHEEL_VERSION=12.3.0   # bundles containers.podman, community.general, ansible.posix
+ANSIBLE_WHEEL_VERSION=12.3.0   # bundles containers.podman, community.general, ansible.posix, kubernetes.core
 VENV=$ROOT/.venv
 COLL=$ROOT/.collections/ansible_collections
 stamp=$VENV/.dlrack-stamp
@@ -38,7 +38,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 import sys, zipfile
 wheel, dest = sys.argv[1], sys.argv[2]
 keep = ("ansible_collections/containers/podman/", "ansible_collections/community/general/",
-        "ansible_collections/ansible/posix/")
+        "ansible_collections/ansible/posix/", "ansible_collections/kubernetes/core/")
 with zipfile.ZipFile(wheel) as z:
     z.extractall(dest, [n for n in z.namelist() if n.startswith(keep)])
 PYEOF
@@ -49,7 +49,7 @@ fi
 # This checkout is the collection dlrack.node: link it where Ansible looks for collections.
 mkdir -p "$COLL/dlrack"
 ln -sfn "$ROOT" "$COLL/dlrack/node"
-for c in containers/podman community/general ansible/posix; do
+for c in containers/podman community/general ansible/posix kubernetes/core; do
   mkdir -p "$COLL/${c%/*}"
   ln -sfn "$VENV/collections/ansible_collections/$c" "$COLL/$c"
 done

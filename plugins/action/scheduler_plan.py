@@ -16,12 +16,13 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.scheduler import PlanE
 _SPEC = {
     "reports": {"type": "list", "elements": "path", "required": True},
     "hosts": {"type": "list", "elements": "str"},
-    "backend": {"type": "str", "choices": ["slurm"], "required": True},
+    "backend": {"type": "str", "choices": ["slurm", "kubernetes"], "required": True},
     "node_names": {"type": "dict", "default": {}},
     "short_names": {"type": "bool", "default": True},
     "max_nodes": {"type": "int", "default": 5},
     "max_percent": {"type": "float", "default": 10.0},
     "run_id": {"type": "str"},
+    "k8s_nodes": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -38,7 +39,7 @@ class ActionModule(ActionBase):
         try:
             out = plan(a["reports"], hosts=a.get("hosts"), backend=a["backend"], node_names=a["node_names"],
                        short_names=a["short_names"], max_nodes=a["max_nodes"], max_percent=a["max_percent"],
-                       run_id=a.get("run_id"))
+                       run_id=a.get("run_id"), k8s_nodes=a["k8s_nodes"])
         except PlanError as exc:
             raise AnsibleActionFail("scheduler_plan: %s" % exc)
         result.update(out)

@@ -35,7 +35,7 @@ options:
   backend:
     description: The scheduler.
     type: str
-    choices: [slurm]
+    choices: [slurm, kubernetes]
     required: true
   node_names:
     description: Inventory host -> scheduler node name.
@@ -56,6 +56,13 @@ options:
   run_id:
     description: The run id in the reason (default - the pre-flight report's C(summary.run_id), else a new one).
     type: str
+  k8s_nodes:
+    description:
+      - For O(backend=kubernetes), the Node objects as the API returns them (C(resources) of
+        M(kubernetes.core.k8s_info)); RV(k8s) is computed from them.
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     support: full
@@ -109,6 +116,13 @@ run_id:
   description: The run id used in the reasons.
   type: str
   returned: always
+k8s:
+  description:
+    - For O(backend=kubernetes) - C(taint) (Nodes to taint with C(taint_spec), key C(dlrack.node/unhealthy), effect
+      C(NoSchedule)), C(untaint) (passing Nodes that carry it), C(patch) (C({name, definition}) merge patches of the
+      C(dlrack.node/*) labels and the C(dlrack.node/reason) annotation; nothing else), C(skipped), C(messages).
+  type: dict
+  returned: when O(backend=kubernetes)
 lines:
   description: What the plan does, one line each.
   type: list

@@ -26,11 +26,16 @@ __metaclass__ = type
 import datetime
 import json
 import os
+import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
     NAME_RE, RULE_RE, RUN_ID_RE, SlurmError, format_reason)
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
+K8S_PREFIX = "dlrack.node/"
+K8S_TAINT_KEY = K8S_PREFIX + "unhealthy"
+K8S_REASON = K8S_PREFIX + "reason"
+K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class PlanError(Exception):
@@ -100,7 +105,7 @@ def node_name(host, mapping, short, backend):
     if name is None:
         name = host.split(".")[0] if short else host
     name = str(name)
-    if not NAME_RE.match(name):
+    if not (K8S_NAME_RE.match(name) if backend == "kubernetes" else NAME_RE.match(name)):
         raise PlanError("host %s: scheduler node name %s is not a valid %s node name; set it in "
                         "scheduler_node_names" % (host, ascii(name), backend))
     return name
@@ -130,12 +135,12 @@ def new_run_id():
 
 
 def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names=True, max_nodes=5,
-         max_percent=10, run_id=None):
+         max_percent=10, run_id=None, k8s_nodes=None):
     """The plan: {judged, failing: {node: rules}, passing: [nodes], drain: [{reason, rules, nodes}],
     resume: [nodes], run_id, limit, over_cap (sentence or None), lines}. ``hosts`` (optional)
     restricts the judged hosts to those of the play."""
-    if backend not in ("slurm",):
-        raise PlanError("backend %s: only slurm is implemented" % ascii(backend))
+    if backend not in ("slurm", "kubernetes"):
+        raise PlanError("backend %s: use slurm or kubernetes" % ascii(backend))
     if not isinstance(max_nodes, int) or max_nodes < 1 or not isinstance(max_percent, (int, float)) or not 0 < max_percent <= 100:
         raise PlanError("the cap needs max_nodes >= 1 and 0 < max_percent <= 100 (got %r, %r)" % (max_nodes, max_percent))
     docs = [_load(p) for p in report_paths]
@@ -180,5 +185,76 @@ def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names
     out["resume"] = passing
     if passing:
         out["lines"].append("put back if taken out by dlrack: %s" % ", ".join(passing))
+    if backend == "kubernetes":
+        out["k8s"] = k8s_changes(out, k8s_nodes or [])
+        out["lines"].extend(out["k8s"]["messages"])
     return out
+
+
+def k8s_label(rule):
+    """The label of one failing verdict: dlrack.node/<rule id> (the name part at most 63
+    characters, starting and ending with a letter or digit)."""
+    name = rule[:63].rstrip("-_.") or "verdict"
+    return K8S_PREFIX + name
+
+
+def _ours(mapping):
+    return sorted(k for k in (mapping or {}) if isinstance(k, str) and k.startswith(K8S_PREFIX))
+
+
+def k8s_changes(out, nodes):
+    """What the kubernetes backend does, from the plan and the Nodes as the API returns them
+    (k8s_info resources): taint (key dlrack.node/unhealthy, effect NoSchedule) and label the
+    failing nodes - one label per failing verdict, labels of verdicts that no longer fail removed,
+    the reason in the annotation dlrack.node/reason - and, for the passing nodes that carry our
+    taint or labels, remove exactly those. Other taints, labels and a person's cordon
+    (spec.unschedulable) are never touched. Nodes the API does not have are skipped."""
+    by_name = {}
+    for item in nodes or ():
+        if isinstance(item, dict) and isinstance(item.get("metadata"), dict):
+            by_name[str(item["metadata"].get("name"))] = item
+    res = {"taint": [], "untaint": [], "patch": [], "messages": [], "skipped": []}
+    taint = {"key": K8S_TAINT_KEY, "effect": "NoSchedule", "value": "dlrack"}
+    for group in out["drain"]:
+        for name in group["nodes"]:
+            node = by_name.get(name)
+            if node is None:
+                res["skipped"].append(name)
+                res["messages"].append("%s: skipped, the API server has no such Node" % name)
+                continue
+            meta = node["metadata"]
+            want = dict((k8s_label(r), "fail") for r in group["rules"])
+            labels = dict((k, None) for k in _ours(meta.get("labels")) if k not in want)
+            labels.update(dict((k, v) for k, v in want.items() if (meta.get("labels") or {}).get(k) != v))
+            annotations = {}
+            if (meta.get("annotations") or {}).get(K8S_REASON) != group["reason"]:
+                annotations[K8S_REASON] = group["reason"]
+            res["taint"].append(name)
+            if labels or annotations:
+                res["patch"].append(_k8s_patch(name, labels, annotations))
+    for name in out["resume"]:
+        node = by_name.get(name)
+        if node is None:
+            res["skipped"].append(name)
+            res["messages"].append("%s: skipped, the API server has no such Node" % name)
+            continue
+        meta = node["metadata"]
+        taints = ((node.get("spec") or {}).get("taints")) or []
+        if any(isinstance(t, dict) and t.get("key") == K8S_TAINT_KEY for t in taints):
+            res["untaint"].append(name)
+        labels = dict((k, None) for k in _ours(meta.get("labels")))
+        annotations = dict((k, None) for k in _ours(meta.get("annotations")))
+        if labels or annotations:
+            res["patch"].append(_k8s_patch(name, labels, annotations))
+    res["taint_spec"] = taint
+    return res
+
+
+def _k8s_patch(name, labels, annotations):
+    meta = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    return {"name": name, "definition": {"apiVersion": "v1", "kind": "Node", "metadata": meta}}
 

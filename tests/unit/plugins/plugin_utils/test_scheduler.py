@@ -114,3 +114,28 @@ def test_long_rule_lists_fit_the_reason(tmp_path):
     reason = scheduler.reason_for(rules, RUN)
     assert len(reason) <= 240 and reason.startswith("dlrack: etc,rule.number_000,rule.number_001,")
     assert reason.endswith(" " + RUN)
+
+
+def _node(name, labels=None, annotations=None, taints=None):
+    return {"metadata": {"name": name, "labels": dict({"kubernetes.io/hostname": name}, **(labels or {})),
+                         "annotations": annotations or {}}, "spec": {"taints": taints or []}}
+
+
+def test_kubernetes_changes_touch_only_ours(tmp_path):
+    path = _preflight(tmp_path, n_pass=2, fail=("gpu-01.rack7",), warn=())
+    theirs = {"key": "maintenance.example.com/psu", "effect": "NoSchedule"}
+    nodes = [_node("gpu-01", labels={"dlrack.node/gpu.present": "fail", "team": "a"}, taints=[theirs]),
+             _node("gpu-03", labels={"dlrack.node/memory.ecc_errors": "fail"}, annotations={"dlrack.node/reason": "x"},
+                   taints=[theirs, {"key": "dlrack.node/unhealthy", "effect": "NoSchedule", "value": "dlrack"}])]
+    out = scheduler.plan([path], backend="kubernetes", max_percent=100, k8s_nodes=nodes)
+    k = out["k8s"]
+    assert k["taint"] == ["gpu-01"] and k["untaint"] == ["gpu-03"] and k["skipped"] == ["gpu-04"]
+    patches = dict((p["name"], p["definition"]["metadata"]) for p in k["patch"])
+    # the stale verdict label goes, the new ones come, the team label is not in the patch
+    assert patches["gpu-01"]["labels"] == {"dlrack.node/gpu.present": None, "dlrack.node/gpu.pcie_link": "fail",
+                                           "dlrack.node/memory.ecc_errors": "fail"}
+    assert patches["gpu-01"]["annotations"]["dlrack.node/reason"].startswith("dlrack: gpu.pcie_link,memory.ecc_errors ")
+    assert patches["gpu-03"] == {"name": "gpu-03", "labels": {"dlrack.node/memory.ecc_errors": None},
+                                 "annotations": {"dlrack.node/reason": None}}
+    with pytest.raises(scheduler.PlanError, match="not a valid kubernetes node name"):
+        scheduler.plan([path], backend="kubernetes", node_names={"gpu-01.rack7": "GPU_01"})
