@@ -25,6 +25,8 @@ import json
 import math
 import os
 import re
+import signal
+import stat
 import tempfile
 import uuid
 from xml.sax.saxutils import escape, quoteattr
@@ -281,15 +283,68 @@ def render(template, **context):
 
 @contextlib.contextmanager
 def _dir_lock(directory):
+    """An exclusive flock on ``directory``'s LOCK_NAME. The lock file is opened without following
+    a symbolic link (O_NOFOLLOW: another user's ``.dlrack-report.lock -> /etc/nologin`` must not
+    make root create or open that file) and must be a regular file; otherwise ReportWriteError."""
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    path = os.path.join(directory, LOCK_NAME)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | \
+        getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise ReportWriteError("the report lock %s is a symbolic link (to %s); the reports never follow "
+                                   "a link there: remove it (rm %s) or choose another dlrack_report_dir"
+                                   % (path, ascii(os.readlink(path)), path))
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReportWriteError("the report lock %s is not a regular file; remove it or choose another "
+                                   "dlrack_report_dir" % path)
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+class _Terminated(BaseException):
+    """A signal while a report set is being written: the temporary files are removed first."""
+
+
+@contextlib.contextmanager
+def _termination_raises():
+    """While the body runs, SIGINT, SIGTERM and SIGHUP raise _Terminated, so that the caller's
+    ``except BaseException`` removes its temporary files and then calls _deliver_again() with the
+    list this yields: the run still ends the way it was asked to, with the handler it had (an
+    Ansible worker's handler for SIGINT/SIGTERM exits at once, os._exit, with no cleanup). Only the
+    main thread can set handlers; elsewhere this does nothing."""
+    caught, previous = [], {}
+
+    def handler(signum, dummy_frame):
+        if not caught:
+            caught.append((signum, previous.get(signum)))
+        raise _Terminated(signum)
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        previous = {}
+    try:
+        yield caught
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _deliver_again(caught):
+    for signum, dummy in caught[:1]:
+        os.kill(os.getpid(), signum)
 
 
 def _problem(exc):
@@ -328,22 +383,26 @@ def write_file_set(directory, files, what="dlrack_report_dir", mode=0o644):
     is left behind."""
     directory = prepare_dir(directory, what)
     tmps = []
+    caught = []
     try:
-        for name, text in files.items():
-            fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=directory)
-            tmps.append((name, tmp))
-            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                fh.write(text)
-            os.chmod(tmp, mode)
-        with _dir_lock(directory):
-            for name, tmp in tmps:
-                os.replace(tmp, os.path.join(directory, name))
+        # an interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no temporary file behind
+        with _termination_raises() as caught:
+            for name, text in files.items():
+                fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=directory)
+                tmps.append((name, tmp))
+                with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                    fh.write(text)
+                os.chmod(tmp, mode)
+            with _dir_lock(directory):
+                for name, tmp in tmps:
+                    os.replace(tmp, os.path.join(directory, name))
     except OSError as exc:
         _cleanup(tmps)
         raise ReportWriteError("cannot write the reports in %s (%s): %s; set %s to a writable directory"
                                % (directory, exc.filename or directory, _problem(exc), what))
     except BaseException:
         _cleanup(tmps)
+        _deliver_again(caught)
         raise
     return {name: os.path.join(directory, name) for name in files}
 
@@ -491,6 +550,12 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
             suites.append(suite)
             continue
         cases = _host_cases(host, results[host], warnings)
+        if (drift or {}).get(host, {}).get("unreachable"):
+            # Rules that hold for the declaration of a host that could not be reached were not
+            # checked on the host: never a passing case (its failures stay failures).
+            cases = [dict(c, result="skipped", type=SKIP_NOT_CHECKED,
+                          message="not checked: the host could not be reached (the rule holds for its declaration)")
+                     if c["result"] == "passed" else c for c in cases]
         for change in (drift or {}).get(host, {}).get("changes", []):
             cases.append(junit_case(junit_classname(host, "drift"), "drift: %s" % change.get("task"), "failure",
                                     "would change: %s" % change.get("task"), "drift", strict_json_dumps(change, indent=None)))

@@ -88,7 +88,8 @@ def test_drift_xml_is_valid_junit_10_with_unreachable_hosts(tmp_path, schema):
              BROKEN: {"changes": [], "failures": [{"role": None, "task": "Gather hardware facts", "msg": "ssh: timeout"}],
                       "unreachable": True},
              LIVE: {"changes": [], "failures": [], "unreachable": False},
-             "twin.rack7.example.com": {"changes": [], "failures": [], "unreachable": False}}
+             "twin.rack7.example.com": {"changes": [], "unreachable": True,
+                                        "failures": [{"role": None, "task": "Gather hardware facts", "msg": "timeout"}]}}
     out = run_preflight(_inputs(), report_dir=str(tmp_path), drift=drift, prefix="drift")
     path = out["report_paths"]["xml"]
     schema.validate(path)
@@ -98,6 +99,10 @@ def test_drift_xml_is_valid_junit_10_with_unreachable_hosts(tmp_path, schema):
     [gone] = [c for (cn, dummy), c in cases.items() if cn == BROKEN + ".drift"]
     assert [(type(r), r.type) for r in gone.result] == [(junitparser.Error, "unreachable")]
     assert _package_and_class(BROKEN + ".drift") == (BROKEN, "drift")
+    # The twin's declaration passes every rule, but the host was never reached: no passing case.
+    twin = [c for (cn, dummy), c in cases.items() if cn.startswith("twin.rack7.example.com.")]
+    assert twin and all(c.result for c in twin), [(c.name, c.result) for c in twin]
+    assert {r.type for c in twin for r in c.result} == {report.SKIP_NOT_CHECKED, "unreachable"}
 
 
 def test_acceptance_xml_is_valid_junit_10(tmp_path, schema):
