@@ -104,3 +104,18 @@ def test_the_three_playbooks_import_the_act():
     with open(os.path.join(ROOT, "playbooks", "site.yml")) as f:
         site = f.read()
     assert site.index("scheduler.yml") < site.index("- name: Site - verdict")
+
+
+def test_drift_playbook_acts_before_its_hosts_fail(tmp_path, slurm):
+    """drift.yml (always --check for the nodes) drains a host it could not check (drift status
+    error), then still fails it: the act runs between the report and the per-host failures."""
+    state, scontrol = slurm
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    gpu-x99:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n"
+                         "      ansible_connection: ssh\n")
+    rc, out = _playbook("playbooks/drift.yml", "--check", "--diff", "-i", str(inventory),
+                        "-e", "dlrack_report_dir=%s" % (tmp_path / "drift"), "-e", "dlrack_scheduler=slurm",
+                        "-e", "scheduler_scontrol=" + scontrol, "-e", json.dumps({"scheduler_node_names": {"gpu-x99": "slurm01"}}))
+    run_id = json.loads((tmp_path / "drift" / "drift.json").read_text())["summary"]["run_id"]
+    assert rc != 0 and "could not be checked (status error)" in out, out[-3000:]
+    assert _node(state, "slurm01")[1] == "dlrack: drift.error,inventory.schema " + run_id
