@@ -15,7 +15,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
-             "dlrack_workload", "dlrack_external_archive", "dlrack_gather")
+             "dlrack_workload", "dlrack_external_archive", "dlrack_gather", "__dlrack_gather_error")
+GATHER_RULE = "host.gathered"
 
 
 _EXACT = (str, int, float, bool, type(None))
@@ -147,7 +148,24 @@ def read_host(host, hostvars, gather=False, use_fact_cache=False, plain=False):
         "workload": _plain_(_var(hostvars, "dlrack_workload")) or None,
         "external_archive": _var(hostvars, "dlrack_external_archive") or None,
     }
+    # set by this run's gather play; a dlrack_hw_gathered still there is an older one (fact cache)
+    why = _var(hostvars, "__dlrack_gather_error")
+    if why:
+        inputs["extra_findings"] = [gather_error_finding(host, why)]
     return inputs, _needs_gather(hostvars, declared, gathered, gather, use_fact_cache)
+
+
+def gather_error_finding(host, why):
+    """The error finding of a host the pre-flight's gather play could not gather (unreachable,
+    hw_facts failed or ran past the task timeout; playbooks/preflight.yml records the reason in
+    the fact __dlrack_gather_error). The reason is the node's or Ansible's message: data, cut."""
+    why = str(why)
+    why = why if len(why) <= 500 else why[:500] + "..."
+    return {"rule": GATHER_RULE, "severity": "error", "observed": why,
+            "required": "the host answers hw_facts within the task timeout",
+            "message": "host %s was not checked: %s" % (host, why),
+            "remedy": "make the host reachable and responsive (a wedged GPU driver: reset or reboot it), "
+                      "or raise dlrack_task_timeout / the hw_facts limits, then run the pre-flight again"}
 
 
 def collect_host_inputs(host, hostvars):
@@ -183,10 +201,11 @@ def hosts_to_gather(hostvars_by_host, gather=False, use_fact_cache=False):
 
 
 def failed_hosts(results, fail_on):
-    if fail_on == "never":
-        return []
-    bad = ("fail",) if fail_on == "error" else ("fail", "warn")
-    return sorted(h for h, r in results.items() if r["status"] in bad)
+    """The hosts that fail per ``fail_on``; a host that could not be checked (GATHER_RULE: not
+    reachable, hw_facts failed or timed out) fails whatever ``fail_on`` says: the gate fails closed."""
+    bad = () if fail_on == "never" else ("fail",) if fail_on == "error" else ("fail", "warn")
+    return sorted(h for h, r in results.items() if r["status"] in bad or (
+        r["status"] == "fail" and any(f.get("rule") == GATHER_RULE for f in r.get("findings") or ())))
 
 
 class DriftFileError(Exception):

@@ -1,0 +1,114 @@
+"""One hung or unreachable host never costs the others their report (issue 18.4), with real
+ansible-playbook runs: a host whose stand-in interpreter never answers (local connection), a host
+with an unreachable loopback address (ssh to 127.0.0.2 port 1: refused at once) and healthy hosts
+(declared, or this machine through the local connection with the project's venv). Every entry
+point writes its report for every host within the task timeout (dlrack_task_timeout, 10 s here),
+the hung and unreachable hosts are errors with their reason, and the run exits non-zero, also with
+dlrack_fail_on=never.
+
+The stand-in interpreter records its pid; Ansible's local connection leaves a timed-out module
+running, so each test kills exactly those processes at the end."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from hwdocs import GOOD
+
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+
+VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
+DEAD = {"ansible_host": "127.0.0.2", "ansible_port": 1, "ansible_connection": "ssh",
+        "ansible_ssh_common_args": "-o ConnectTimeout=5"}
+TIMEOUT = 10
+
+
+@pytest.fixture
+def hang(tmp_path):
+    """A stand-in ansible_python_interpreter that never answers; its processes are killed after."""
+    pids = tmp_path / "hang.pids"
+    script = tmp_path / "hang-python"
+    script.write_text("#!/bin/sh\necho $$ >> %s\nexec sleep 3600\n" % pids)
+    script.chmod(0o755)
+    yield {"ansible_connection": "local", "ansible_python_interpreter": str(script)}
+    if pids.exists():
+        for pid in set(pids.read_text().split()):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _play(tmp_path, playbook, hosts, *extra):
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps({"all": {"hosts": hosts, "vars": {"dlrack_become": False}}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
+               PATH=os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", ""))
+    cmd = ["ansible-playbook", os.path.join(ROOT, "playbooks", playbook), "-i", str(inv),
+           "-e", "dlrack_task_timeout=%d" % TIMEOUT] + list(extra)
+    started = time.monotonic()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=400, check=False)
+    return proc.returncode, proc.stdout.decode(errors="replace"), time.monotonic() - started
+
+
+def _errors(doc, host):
+    return [f for f in doc["hosts"][host]["findings"] if f["severity"] == "error"]
+
+
+def test_preflight_judges_every_host_when_one_hangs_and_one_is_unreachable(tmp_path, hang):
+    reports = tmp_path / "reports"
+    hosts = {"good-01": {"dlrack_hw": GOOD, "dlrack_external_archive": "nfs://archive/raw"},
+             "hang-01": hang, "gone-01": DEAD}
+    rc, out, took = _play(tmp_path, "preflight.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert took < 120, "bounded by the task timeout (%.0f s)" % took
+    doc = json.loads((reports / "report.json").read_text())
+    assert set(doc["hosts"]) == {"good-01", "hang-01", "gone-01"}
+    assert doc["hosts"]["good-01"]["status"] == "pass"
+    hung = [f for f in _errors(doc, "hang-01") if f["rule"] == "host.gathered"]
+    assert len(hung) == 1 and "Timed out after %d second(s)" % TIMEOUT in hung[0]["message"], hung
+    gone = [f for f in _errors(doc, "gone-01") if f["rule"] == "host.gathered"]
+    assert len(gone) == 1 and gone[0]["message"].startswith("host gone-01 was not checked: unreachable: ")
+    assert "127.0.0.2" in gone[0]["message"]
+    assert "pre-flight failed for 2 host(s)" in out and "gone-01, hang-01" in out
+
+
+def test_preflight_with_every_gathered_host_unreachable_still_judges_the_declared(tmp_path):
+    # before: Ansible ended the run after the gather play (all its hosts unreachable): no report
+    reports = tmp_path / "reports"
+    hosts = {"good-01": {"dlrack_hw": GOOD, "dlrack_external_archive": "nfs://archive/raw"},
+             "gone-01": DEAD, "gone-02": DEAD}
+    rc, out, dummy = _play(tmp_path, "preflight.yml", hosts, "-e", "dlrack_report_dir=%s" % reports,
+                           "-e", "dlrack_fail_on=never")
+    assert rc != 0, out[-3000:]      # not checked fails the gate, whatever dlrack_fail_on says
+    doc = json.loads((reports / "report.json").read_text())
+    assert doc["hosts"]["good-01"]["status"] == "pass"
+    for host in ("gone-01", "gone-02"):
+        assert doc["hosts"][host]["status"] == "fail"
+        assert any(f["rule"] == "host.gathered" for f in _errors(doc, host))
+    assert "pre-flight failed for 2 host(s) (dlrack_fail_on=never): gone-01, gone-02" in out
+
+
+def test_drift_writes_every_report_when_one_host_hangs(tmp_path, hang):
+    # before: still running after 240 s, no drift.json for the healthy hosts
+    reports = tmp_path / "drift"
+    live = {"ansible_connection": "local", "ansible_python_interpreter": VENV_PY,
+            "dlrack_thresholds": {"min_gpus": 0}, "dlrack_storage": False, "dlrack_ecc": False,
+            "dlrack_affinity": False}
+    hosts = {"hang-1": hang, "dead-1": DEAD, "live-1": live, "live-2": dict(live)}
+    rc, out, took = _play(tmp_path, "drift.yml", hosts, "--check", "--diff", "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert took < 150, "bounded by the task timeout (%.0f s)" % took
+    doc = json.loads((reports / "drift.json").read_text())
+    assert set(doc["drift"]) == {"hang-1", "dead-1", "live-1", "live-2"}
+    assert doc["drift"]["live-1"]["status"] == doc["drift"]["live-2"]["status"] == "clean"
+    hung = doc["drift"]["hang-1"]
+    assert hung["status"] == "error" and hung["unreachable"] is False
+    assert hung["failures"][0]["task"] == "Gather hardware facts"
+    assert "Timed out after %d second(s)" % TIMEOUT in hung["failures"][0]["msg"]
+    assert doc["drift"]["dead-1"]["status"] == "error" and doc["drift"]["dead-1"]["unreachable"] is True
