@@ -24,15 +24,16 @@ __all__ = ["DATA", "ROOT"]
 
 def pytest_collection_modifyitems(items):
     """Background scenarios' tests last: they only wait for a run started at session start."""
-    items[:] = molecule_runs.order(items, molecule_runs.BACKGROUND)
+    items[:] = molecule_runs.order(items, molecule_runs.background())
 
 
 def pytest_collection_finish(session):
     if session.config.option.collectonly or hasattr(session.config, "workerinput"):
         return
-    for run in molecule_runs.start_background(session.items):
+    lane = molecule_runs.start_background(session.items)
+    if lane is not None:
         session.config.get_terminal_writer().line(
-            "molecule: %s started in the background (log %s)" % (run.scenario, run.log_path))
+            "molecule: %s in the background, one after another (logs in %s)" % (", ".join(lane.names), molecule_runs.LOG_DIR))
 
 
 def pytest_sessionfinish(session):

@@ -1,22 +1,26 @@
 """Molecule scenario runs for tests/integration/test_molecule.py, and the background lane.
 
-A scenario listed in BACKGROUND is started when the pytest session begins (tests/conftest.py,
-pytest_collection_finish) and runs side by side with everything else; its test is moved to the end
-of the session and waits for it there, so one pytest run still counts every scenario and ends with
-pytest's summary line. On a 2-core CI machine this is what keeps a clean `make test` within budget:
-storage_vm is one QEMU TCG process (~20 min, mostly one busy vCPU) while the rest of the suite is
-mostly one busy Python process at a time (benchmarks/RESULTS.md, "CI wall time").
+The scenarios of the background lane (BACKGROUND, or DLRACK_MOLECULE_BACKGROUND="a,b"; "" for none)
+start when the pytest session begins (tests/conftest.py, pytest_collection_finish) and run one after
+another beside everything else; their tests are moved to the end of the session and wait for their
+runs there, so one pytest run still counts every scenario and ends with pytest's summary line. On a
+2-core CI machine this is what keeps a clean `make test` within budget: storage_vm is one QEMU TCG
+process (~20 min, mostly one busy vCPU) while the rest of the suite is mostly one busy Python
+process at a time (benchmarks/RESULTS.md, "CI wall time").
 """
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from testpaths import ROOT
 
-# Scenarios that share no state with the others (own VM, port, run dir) and run in the background.
+# Scenarios that share no state with the others (own VM, port, run dir) and run in the background,
+# in this order.
 BACKGROUND = ("storage_vm",)
+LANE = None        # the Lane of this session, once started
 RUNS = {}          # scenario -> Run of this session (the terminal summary lists their wall times)
 TIMEOUT = 45 * 60
 LOG_DIR = os.path.join(ROOT, ".cache", "molecule-logs")
@@ -117,10 +121,11 @@ class Run(object):
                                timeout=300, check=False)
 
 
-def order(items, background):
-    """Items of background scenarios last (their tests only wait), the others in their order."""
-    first = [i for i in items if scenario_of(i) not in background]
-    return first + [i for i in items if scenario_of(i) in background]
+def order(items, names):
+    """Items of background scenarios last, in lane order (their tests only wait); the rest as they were."""
+    first = [i for i in items if scenario_of(i) not in names]
+    last = [i for i in items if scenario_of(i) in names]
+    return first + sorted(last, key=lambda i: list(names).index(scenario_of(i)))
 
 
 def scenario_of(item):
@@ -130,26 +135,69 @@ def scenario_of(item):
     return callspec.params.get("scenario")
 
 
+def background():
+    env = os.environ.get("DLRACK_MOLECULE_BACKGROUND")
+    return BACKGROUND if env is None else tuple(n.strip() for n in env.split(",") if n.strip())
+
+
+class Lane(threading.Thread):
+    """Scenarios run one after another in a thread of their own; result() waits for one."""
+
+    def __init__(self, names, make_run=Run):
+        threading.Thread.__init__(self, name="molecule-lane", daemon=True)
+        self.names, self.make_run = list(names), make_run
+        self.runs, self.cancelled = {}, False
+        self.done = dict((n, threading.Event()) for n in self.names)
+
+    def run(self):
+        try:
+            for name in self.names:
+                if self.cancelled:
+                    break
+                run = self.runs[name] = RUNS[name] = self.make_run(name)
+                run.background = True
+                run.start()
+                run.rc = run.wait()
+                self.done[name].set()
+        finally:
+            for event in self.done.values():
+                event.set()
+
+    def result(self, name):
+        """(exit status, Run) of a scenario of this lane; (None, None) when the lane was stopped first."""
+        self.done[name].wait()
+        run = self.runs.get(name)
+        return (None, None) if run is None else (getattr(run, "rc", None), run)
+
+    def stop(self):
+        self.cancelled = True
+        for run in list(self.runs.values()):
+            run.stop()
+        self.join(timeout=600)
+
+
 def start_background(items):
-    """Start the background scenarios among these (collected, selected) items; the started runs."""
-    started = []
-    for item in items:
-        name = scenario_of(item)
-        if name in BACKGROUND and name not in RUNS and can_run():
-            run = RUNS[name] = Run(name).start()
-            run.background = True
-            started.append(run)
-    return started
+    """Start the lane with the background scenarios among these (collected, selected) items."""
+    global LANE  # pylint: disable=global-statement
+    selected = set(scenario_of(i) for i in items)
+    names = [n for n in background() if n in selected]
+    if not names or LANE is not None or not can_run():
+        return None
+    LANE = Lane(names)
+    LANE.start()
+    return LANE
 
 
 def stop_all():
+    if LANE is not None:
+        LANE.stop()
     for run in RUNS.values():
         run.stop()
 
 
 def summary_lines():
     lines = []
-    for name, run in sorted(RUNS.items(), key=lambda kv: kv[1].started):
+    for name, run in sorted(RUNS.items(), key=lambda kv: kv[1].started or 0):
         state = "still running" if run.running else "rc=%s" % run.proc.returncode
         lines.append("%-14s %6.0f s  %-10s %s" % (name, run.seconds(), "background" if run.background else "", state))
     return lines

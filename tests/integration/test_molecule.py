@@ -2,9 +2,9 @@
 
 Each scenario runs `molecule --base-config molecule/base.yml test -s <name>` from the repository
 root (the scenario's own verify playbook asserts the behaviour); the test fails with the tail of
-molecule's output. Scenarios in molecule_runs.BACKGROUND (storage_vm: a QEMU guest) are started
-when the session begins and run beside the rest of the suite; their test comes last and waits for
-the run (tests/conftest.py), so the pytest summary line still counts every scenario.
+molecule's output. The scenarios of the background lane (molecule_runs.BACKGROUND: storage_vm, a
+QEMU guest) start when the session begins and run beside the rest of the suite; their tests come
+last and wait for the runs (tests/conftest.py), so the pytest summary line counts every scenario.
 """
 import pytest
 
@@ -18,10 +18,14 @@ SCENARIOS = molecule_runs.scenarios()
 def test_molecule_scenario(scenario):
     if not molecule_runs.can_run():
         pytest.skip("molecule scenarios need root and podman (make test installs podman)")
-    run = molecule_runs.RUNS.get(scenario)              # started in the background at session start
-    if run is None:
+    lane = molecule_runs.LANE
+    if lane is not None and scenario in lane.names:         # started in the background at session start
+        rc, run = lane.result(scenario)
+        if run is None:
+            pytest.fail("molecule test -s %s did not run: the background lane was stopped first" % scenario)
+    else:
         run = molecule_runs.RUNS[scenario] = molecule_runs.Run(scenario).start()
-    rc = run.wait()
+        rc = run.wait()
     if rc != 0:
         pytest.fail("molecule test -s %s failed (rc=%d%s) after %.0f s; full log %s\n%s"
                     % (scenario, rc, ", timed out" if rc == 124 else "", run.seconds(), run.log_path, run.tail()))

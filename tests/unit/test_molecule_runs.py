@@ -28,10 +28,19 @@ def _py(code):
     return [sys.executable, "-c", code]
 
 
-def test_background_scenarios_go_last_and_the_rest_keep_their_order():
+def test_background_scenarios_go_last_in_lane_order_and_the_rest_keep_theirs():
     items = [_Item("a"), _Item("m1", "default"), _Item("vm", "storage_vm"), _Item("b"), _Item("m2", "site")]
-    ordered = molecule_runs.order(items, ("storage_vm",))
-    assert [i.name for i in ordered] == ["a", "m1", "b", "m2", "vm"]
+    assert [i.name for i in molecule_runs.order(items, ("storage_vm",))] == ["a", "m1", "b", "m2", "vm"]
+    assert [i.name for i in molecule_runs.order(items, ("storage_vm", "default"))] == ["a", "b", "m2", "vm", "m1"]
+
+
+def test_the_lane_is_configurable(monkeypatch):
+    monkeypatch.delenv("DLRACK_MOLECULE_BACKGROUND", raising=False)
+    assert molecule_runs.background() == molecule_runs.BACKGROUND
+    monkeypatch.setenv("DLRACK_MOLECULE_BACKGROUND", "storage_vm, acceptance")
+    assert molecule_runs.background() == ("storage_vm", "acceptance")
+    monkeypatch.setenv("DLRACK_MOLECULE_BACKGROUND", "")
+    assert molecule_runs.background() == ()
 
 
 def test_only_molecule_items_have_a_scenario():
@@ -104,3 +113,43 @@ def test_scenarios_run_with_the_base_config_without_prerun():
     assert argv[:3] == ["molecule", "--base-config", molecule_runs.BASE_CONFIG] and argv[-2:] == ["-s", "default"]
     with open(molecule_runs.BASE_CONFIG) as fh:
         assert "\nprerun: false\n" in fh.read()
+
+
+def _lane(names, codes, logs):
+    """A Lane whose scenario NAME runs a Python child: codes[NAME] (the child writes NAME.t0/.t1 times)."""
+    def make_run(name):
+        code = ("import sys, time; open(%r, 'w').write(repr(time.time())); %s; open(%r, 'w').write(repr(time.time()))"
+                % (str(logs / (name + ".t0")), codes[name], str(logs / (name + ".t1"))))
+        return molecule_runs.Run(name, runner=_py(code))
+    return molecule_runs.Lane(names, make_run=make_run)
+
+
+def test_lane_runs_its_scenarios_one_after_another_and_reports_each(logs, monkeypatch):
+    monkeypatch.setattr(molecule_runs, "RUNS", {})
+    lane = _lane(["vm", "c1"], {"vm": "time.sleep(1); sys.exit(2)", "c1": "time.sleep(0.2)"}, logs)
+    lane.start()
+    rc, run = lane.result("vm")
+    assert rc == 2 and run.background and run.scenario == "vm"
+    assert lane.result("c1")[0] == 0
+    c1_began = float((logs / "c1.t0").read_text())
+    assert c1_began >= molecule_runs.RUNS["vm"].ended       # c1 began once vm had ended
+    assert set(molecule_runs.RUNS) == {"vm", "c1"}
+    lane.join(timeout=10)
+    assert not lane.is_alive()
+
+
+def test_stopping_the_lane_stops_its_run_and_cancels_the_rest(logs, monkeypatch):
+    monkeypatch.setattr(molecule_runs, "RUNS", {})
+    monkeypatch.setattr(molecule_runs, "argv", lambda scenario, command="test": _py("pass"))   # the destroy
+    lane = _lane(["vm", "c1"], {"vm": "time.sleep(300)", "c1": "pass"}, logs)
+    lane.start()
+    for _ in range(100):
+        if (logs / "vm.t0").exists():
+            break
+        time.sleep(0.1)
+    started = time.time()
+    lane.stop()
+    assert time.time() - started < 40 and not lane.is_alive()
+    rc, run = lane.result("vm")
+    assert run is not None and rc != 0 and not run.running
+    assert lane.result("c1") == (None, None) and not (logs / "c1.t0").exists()
