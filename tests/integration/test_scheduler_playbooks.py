@@ -95,10 +95,10 @@ def test_over_the_cap_and_the_switch(reports, slurm):
 
 
 def test_the_three_playbooks_import_the_act():
-    for playbook, where in (("site.yml", "Site - apply the verdicts to the scheduler"),
-                            ("acceptance.yml", "Acceptance - apply the verdicts to the scheduler"),
-                            ("drift.yml", "Apply the verdicts to the scheduler")):
-        with open(os.path.join(ROOT, "playbooks", playbook)) as f:
+    for playbook, where in (("playbooks/site.yml", "Site - apply the verdicts to the scheduler"),
+                            ("roles/acceptance/tasks/main.yml", "Apply the verdicts to the scheduler"),
+                            ("playbooks/drift.yml", "Apply the verdicts to the scheduler")):
+        with open(os.path.join(ROOT, playbook)) as f:
             text = f.read()
         assert where in text, playbook
     with open(os.path.join(ROOT, "playbooks", "site.yml")) as f:
@@ -119,3 +119,19 @@ def test_drift_playbook_acts_before_its_hosts_fail(tmp_path, slurm):
     run_id = json.loads((tmp_path / "drift" / "drift.json").read_text())["summary"]["run_id"]
     assert rc != 0 and "could not be checked (status error)" in out, out[-3000:]
     assert _node(state, "slurm01")[1] == "dlrack: drift.error,inventory.schema " + run_id
+
+
+def test_acceptance_acts_before_its_hosts_fail(tmp_path, slurm):
+    """acceptance.yml: a host that could not be measured is an acceptance error; the role acts on the
+    scheduler before it fails the host, so the act also runs when every measured host fails."""
+    state, scontrol = slurm
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    gpu01.rack7:\n      ansible_connection: local\n"
+                         "      ansible_python_interpreter: /usr/bin/python3\n"
+                         "    gpu-x99:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n      ansible_connection: ssh\n")
+    rc, out = _playbook("playbooks/acceptance.yml", "-i", str(inventory), "-e", "dlrack_become=false",
+                        "-e", "acceptance_become=false", "-e", "acceptance_memory=false",
+                        "-e", "dlrack_report_dir=%s" % (tmp_path / "acc"), "-e", "dlrack_scheduler=slurm",
+                        "-e", "scheduler_scontrol=" + scontrol, "-e", json.dumps({"scheduler_node_names": {"gpu-x99": "slurm01"}}))
+    assert rc != 0 and "ERROR   gpu-x99" in out, out[-3000:]
+    assert _node(state, "slurm01")[1].startswith("dlrack: acceptance.host.measured ")
