@@ -70,7 +70,7 @@ def test_run_past_its_time_is_stopped_with_its_children_and_destroyed(logs, monk
             " open(%r, 'w').write(str(c.pid)); time.sleep(300)" % str(pidfile))
     marker = logs / "destroyed"
     run = molecule_runs.Run("slow", runner=_py(code)).start()
-    for _ in range(100):
+    for dummy in range(100):
         if pidfile.exists() and pidfile.read_text():
             break
         time.sleep(0.1)
@@ -83,7 +83,7 @@ def test_run_past_its_time_is_stopped_with_its_children_and_destroyed(logs, monk
     assert not run.running
     assert marker.read_text() == "destroy"
     assert "--- stopped" in run.tail()
-    for _ in range(50):
+    for dummy in range(50):
         try:
             os.kill(child, 0)
         except ProcessLookupError:
@@ -143,7 +143,7 @@ def test_stopping_the_lane_stops_its_run_and_cancels_the_rest(logs, monkeypatch)
     monkeypatch.setattr(molecule_runs, "argv", lambda scenario, command="test": _py("pass"))   # the destroy
     lane = _lane(["vm", "c1"], {"vm": "time.sleep(300)", "c1": "pass"}, logs)
     lane.start()
-    for _ in range(100):
+    for dummy in range(100):
         if (logs / "vm.t0").exists():
             break
         time.sleep(0.1)
