@@ -25,9 +25,10 @@ demo: venv
 test-deps: venv
 	./scripts/test-deps.sh
 
-## make test: install what the tests need, then lint + unit + every molecule scenario, one pytest run.
+## make test: install what the tests need, then lint + unit + every molecule scenario, one pytest run
+## (storage_vm in the background from the start: tests/molecule_runs.py); the 25 slowest tests are listed.
 test: test-deps
-	pytest -ra $(PYTEST_ARGS) tests
+	pytest -ra --durations=25 $(PYTEST_ARGS) tests
 
 unit: venv
 	pytest -ra -m "not molecule and not lint" $(PYTEST_ARGS) tests
