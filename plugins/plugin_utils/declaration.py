@@ -30,7 +30,7 @@ import json
 
 VOLATILE_TOP = ("uptime_s", "errors")
 VOLATILE_PCIE = ("gen", "speed")
-VOLATILE_GPU = ("ecc_errors", "retired_pages", "remapped_rows")
+VOLATILE_GPU = ("ecc_errors", "retired_pages", "remapped_rows", "ras")   # ras: AMD RAS counters (issue 21)
 VOLATILE_EDAC = ("corrected", "uncorrected", "mcs")
 VOLATILE_DISK = ("probe",)
 VOLATILE_HOST = ("kernel",)
