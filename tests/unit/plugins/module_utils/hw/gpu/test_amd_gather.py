@@ -159,3 +159,19 @@ def test_seam_picks_vendor_by_entry():
     assert seam.vendor_of({"vendor": "hygon"}).NAME == "amd"
     assert seam.device_files({"index": 3}) == ["/dev/nvidia3"]
     assert seam.visible_devices_env({}) == ("CUDA_VISIBLE_DEVICES",)
+
+
+def test_hygon_dcu_is_listed_by_its_pci_vendor_id(tmp_path):
+    # Hygon DCUs run an amdgpu-derived driver; the PCI vendor id 0x1d94 is public (pci.ids). The
+    # attributes are the amdgpu formats (no public Hygon sysfs capture was found): documented only.
+    spec = importlib.util.spec_from_file_location("dlrack_amd_trees2", os.path.join(AMD, "build_trees.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    root = str(tmp_path)
+    mod.gpu(root, "0000:41:00.0", "0x51b7", "0x038000", (mod.GEN4, "16", mod.GEN4, "16"), 0, "0-31",
+            vendor="0x1d94", vram=64 << 30, product="DCU Z100", card=0)
+    got, errors = gpus(root)
+    assert errors == []
+    assert [(g["vendor"], g["vendor_id"], g["model"], g["memory_mb"]) for g in got] == [
+        ("hygon", "0x1d94", "Hygon DCU Z100", 65536)]
+    assert seam.visible_devices_env(got[0]) == ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
