@@ -175,3 +175,21 @@ def test_hygon_dcu_is_listed_by_its_pci_vendor_id(tmp_path):
     assert [(g["vendor"], g["vendor_id"], g["model"], g["memory_mb"]) for g in got] == [
         ("hygon", "0x1d94", "Hygon DCU Z100", 65536)]
     assert seam.visible_devices_env(got[0]) == ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+def test_amd_smi_runs_through_the_bounded_runner(trees, tmp_path):
+    # a real process (a stand-in amd-smi that hangs) under system/command.py's Runner: killed after
+    # its limit, named in errors and command_failures; the GPUs stay listed from sysfs
+    import stat
+    import time
+    from ansible_collections.dlrack.node.plugins.module_utils.system.command import Runner
+    smi = tmp_path / "amd-smi"
+    smi.write_text("#!/bin/sh\nsleep 600\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    broke = []
+    started = time.monotonic()
+    d = gather(root=trees("mi300x-8gpu"), subset=["gpus"], is_root=False, amd_smi=str(smi), command_failures=broke,
+               run_command=Runner(timeout=1, timeout_hint="the hw_facts option command_timeout"))
+    assert time.monotonic() - started < 1 + 3
+    assert len(broke) == 1 and broke[0].startswith("amd-smi static --json did not answer within 1 s")
+    assert broke[0] in d["errors"] and len(d["gpus"]) == 8 and d["gpus"][0]["memory_mb"] == 196608
