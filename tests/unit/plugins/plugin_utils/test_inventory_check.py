@@ -1,0 +1,75 @@
+"""Fail closed on a broken inventory (issue 18.5): problems() against Ansible's own
+InventoryManager parsing real files: a missing -i path, a file with a bracket typo inside an
+inventory directory (Ansible keeps the siblings' hosts and only warns), a single file it stopped
+parsing half-way, an inventory without hosts; a whole inventory (the example fleet, a host list)
+has none."""
+import os
+
+import pytest
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import inventory_problems, problems
+
+from testpaths import ROOT
+
+
+def _check(*sources):
+    return inventory_problems(InventoryManager(loader=DataLoader(), sources=[str(s) for s in sources]))
+
+
+def test_missing_source_is_named(tmp_path):
+    missing = tmp_path / "nope"
+    assert _check(missing) == ["inventory source %s does not exist: check the -i path (or the inventory "
+                               "setting of ansible.cfg)" % missing]
+
+
+def test_one_unparsable_file_in_a_directory_is_named(tmp_path):
+    inv = tmp_path / "inv"
+    (inv / "group_vars").mkdir(parents=True)
+    (inv / "group_vars" / "all.yml").write_text("dlrack_profile: training\n")   # not a source: ignored
+    (inv / "a.yml").write_text("all:\n  hosts:\n    gpu-01: {}\n")
+    (inv / "b.ini").write_text("[gpu\ngpu-02\ngpu-03\n")                            # the bracket typo
+    (inv / "notes.retry").write_text("ignored by Ansible's inventory_ignore_extensions\n")
+    found = _check(inv)
+    assert len(found) == 1 and found[0].startswith("inventory source %s could not be parsed" % (inv / "b.ini"))
+
+
+def test_half_parsed_single_file_is_named(tmp_path):
+    path = tmp_path / "hosts.ini"
+    path.write_text("[gpu]\ngpu-01\n[rack:children\ngpu\n")   # Ansible keeps gpu-01, then gives up
+    manager = InventoryManager(loader=DataLoader(), sources=[str(path)])
+    assert list(manager._inventory.hosts) == ["gpu-01"]
+    assert inventory_problems(manager)[0].startswith("inventory source %s could not be parsed" % path)
+
+
+def test_empty_inventory_is_refused(tmp_path):
+    path = tmp_path / "empty.yml"
+    path.write_text("")
+    assert _check(path) == ["the inventory holds no host (sources: %s): give the fleet's inventory with -i" % path]
+
+
+@pytest.mark.parametrize("sources", [[os.path.join(ROOT, "inventories", "example")], ["gpu-01,gpu-02,"]])
+def test_whole_inventories_pass(sources):
+    assert _check(*sources) == []
+
+
+def test_absent_default_source_only_counts_hosts():
+    assert problems(["/etc/ansible/hosts"], [], 0, default_source="/etc/ansible/hosts")[0].startswith(
+        "the inventory holds no host")
+    assert problems(["/etc/ansible/hosts", "a,b,"], ["a,b,"], 2, default_source="/etc/ansible/hosts") == []
+
+
+def test_control_characters_in_a_source_are_escaped(tmp_path):
+    found = problems([str(tmp_path / "x\x1b]52;c;QUJD\x07")], [], 0)
+    assert "\x1b" not in found[0] and "\\x1b" in found[0]
+
+
+def test_host_names_a_file_cache_cannot_store():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import host_name_problems
+    names = ["gpu-01", "x" * 300, "../../etc/cron.d/x", "ok.example.com", "h\x1b]52;c;QUJD\x07"]
+    found = host_name_problems(names, "jsonfile")
+    assert len(found) == 2
+    assert found[0].startswith("host name %s... is 300 bytes long: the fact cache (fact_caching=jsonfile)" % ("x" * 60))
+    assert found[1].startswith("host name ../../etc/cron.d/x holds a path separator")
+    assert host_name_problems(names, "memory") == []
