@@ -48,7 +48,6 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import (
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
     ParseError)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
-from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as gpu_pci
 from ansible_collections.dlrack.node.plugins.module_utils.system import command

@@ -231,7 +231,7 @@ def test_nvlink_inactive_on_two_gpus():
 
 def test_nvlink_matched_by_uuid_not_position():
     xml = "telegraf-dual_2070-v13.xml"
-    uuids = [g["uuid"] for g in gather_mod.nvsmi.parse_xml(read(real("nvidia-smi-q-xml", xml)))["gpus"]]
+    uuids = [g["uuid"] for g in nvidia_seam.nvsmi.parse_xml(read(real("nvidia-smi-q-xml", xml)))["gpus"]]
     text = (nvlink_capture("utkuozdemir-h200-1gpu-vm-drv590.txt", 0, uuids[1])
             + nvlink_capture("utkuozdemir-l40s-1gpu-vm-drv595.txt", 1, uuids[0]))
     d = gather(root=DUAL, run_command=Smi(xml, text), is_root=False, nvidia_smi="/usr/bin/nvidia-smi")
