@@ -112,3 +112,27 @@ def test_drift_writes_every_report_when_one_host_hangs(tmp_path, hang):
     assert hung["failures"][0]["task"] == "Gather hardware facts"
     assert "Timed out after %d second(s)" % TIMEOUT in hung["failures"][0]["msg"]
     assert doc["drift"]["dead-1"]["status"] == "error" and doc["drift"]["dead-1"]["unreachable"] is True
+
+
+def test_preflight_with_a_hanging_nvidia_smi_names_it_and_its_limit(tmp_path):
+    # issue 18.3 end to end: hw_facts on this machine (local connection) finds a stand-in
+    # nvidia-smi on PATH that never answers; before, the module waited for ever
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nexec sleep 600\n")
+    smi.chmod(0o755)
+    reports = tmp_path / "reports"
+    hosts = {"live-1": {"ansible_connection": "local", "ansible_python_interpreter": VENV_PY}}
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = str(bindir) + os.pathsep + old_path
+    try:
+        rc, out, took = _play(tmp_path, "preflight.yml", hosts, "-e", "dlrack_report_dir=%s" % reports,
+                              "-e", "dlrack_command_timeout=3")
+    finally:
+        os.environ["PATH"] = old_path
+    assert rc != 0 and took < 60, out[-3000:]
+    doc = json.loads((reports / "report.json").read_text())
+    gathered = [f["message"] for f in _errors(doc, "live-1") if f["rule"] == "host.gathered"]
+    assert gathered == ["host live-1 was not checked: nvidia-smi -q -x did not answer within 3 s and was killed "
+                        "(the limit is the hw_facts option command_timeout)"]
