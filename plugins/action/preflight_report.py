@@ -23,8 +23,10 @@ CONTROLLER_HEAP_FROZEN = controller_heap.freeze()
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # noqa: E402
-    HOST_VARS, DriftFileError, HostView, _plain, _same, host_view, hosts_to_gather, load_drift, read_host, run_preflight,
-    verdict_host, verdict_message)
+    FAIL_ON_VARS, HOST_VARS, RUN_WIDE_VARS, SETTING_VARS, DriftFileError, HostView, SettingsError, _plain, _same,
+    host_fail_on, host_notes, host_view, hosts_to_gather, load_drift, own_values, read_host, run_preflight,
+    run_wide_conflict, untrusted_facts, verdict_host, verdict_message)
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -71,7 +73,9 @@ def _validated_args(task_args):
     return args
 
 
-_HOST_VARS = tuple(HOST_VARS) + tuple(v for v in ("dlrack_use_fact_cache",) if v not in HOST_VARS)
+_HOST_VARS = tuple(HOST_VARS) + tuple(v for v in SETTING_VARS if v not in HOST_VARS)
+# Read raw (not templated) per host: compared between hosts, never used as they are.
+_RAW_VARS = frozenset(v for names in RUN_WIDE_VARS.values() for v in names)
 
 
 def host_variables(hostvars, host):
@@ -87,9 +91,36 @@ def host_variables(hostvars, host):
     out = {}
     for key in _HOST_VARS:
         try:
-            out[key] = plain(hv.get(key))
+            if key in _RAW_VARS and isinstance(hv, HostView):
+                out[key] = hv.raw(key)
+            else:
+                out[key] = plain(hv.get(key))
         except AnsibleError as exc:
             out[key] = Unresolved(exc)
+    return out
+
+
+def fact_keys(hostvars, hosts):
+    """{host: the names of its facts} for the hosts that have any in the fact cache (what modules
+    returned: hw_facts, setup...; set_fact's own facts are the playbook's and not listed). Empty
+    where the cache cannot be read this way (tests, another ansible-core)."""
+    cache = getattr(getattr(hostvars, "_variable_manager", None), "_fact_cache", None)
+    if cache is None:
+        return {}
+    try:
+        cached = set(cache.keys())
+    except Exception:  # pylint: disable=broad-except - a cache plugin that cannot list: read each host
+        cached = None
+    out = {}
+    for host in hosts:
+        if cached is not None and host not in cached:
+            continue
+        try:
+            facts = cache.get(host)
+        except Exception:  # pylint: disable=broad-except - no facts (KeyError) or an unreadable entry
+            continue
+        if isinstance(facts, dict) and facts:
+            out[host] = list(facts)
     return out
 
 
@@ -124,6 +155,64 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    def _settings(self, args, variables, untrusted, task_vars):
+        """Settle the run's settings from where the operator sets them, not from the first host
+        (issue 18.2): Ansible templates a run_once task's options with the first host's variables,
+        so its own dlrack_fail_on, or a fact its node returned, would decide for the whole fleet.
+        - fail_on: a host's own preflight_fail_on/dlrack_fail_on (its inventory, extra vars) is
+          that host's; the others get the option's value, taken without the first host's own
+          (see _host_free) when that host has one. Returns {host: own fail_on}.
+        - report_dir, junit_warnings: the hosts' own variables must not disagree, else SettingsError;
+          when the first host's facts set one, the value is taken without them.
+        Changes ``args`` in place."""
+        hosts = args["hosts"]
+        first = task_vars.get("inventory_hostname")
+        first_vars = variables.get(first) or {}
+        first_untrusted = set(untrusted.get(first, ()))
+        if any(first_vars.get(v) is not None or v in first_untrusted for v in FAIL_ON_VARS):
+            args["fail_on"] = self._host_free("fail_on", args["fail_on"], first)
+        own = host_fail_on(variables, untrusted, hosts, args["fail_on"])
+        for option in RUN_WIDE_VARS:
+            if args.get(option) is None:
+                continue
+            seen, missing = own_values(variables, untrusted, hosts, option)
+            if first_untrusted.intersection(RUN_WIDE_VARS[option]) or (seen and missing):
+                # the option as templated for the first host is its fact, or its own value that
+                # the hosts without one would not get: the run's value is the play's
+                args[option] = self._host_free(option, args[option], first)
+            conflict = run_wide_conflict(option, seen, missing, args[option])
+            if conflict:
+                raise SettingsError(conflict)
+        for option in ("report_dir", "report_prefix"):
+            why = setting_error(_VARIABLES[option], args.get(option))
+            if why:
+                raise SettingsError(why)
+        return own
+
+    def _host_free(self, option, value, first):
+        """The task's option ``option`` templated without any host's variables: the play's and
+        role's variables and extra vars (what the operator set for the run). ``value`` (the option
+        as Ansible templated it for host ``first``) when the option is a plain value in the task;
+        SettingsError when it cannot be worked out."""
+        try:
+            from ansible.parsing.mod_args import ModuleArgsParser
+            from ansible.template import Templar
+
+            _action, raw_args, _delegate = ModuleArgsParser(task_ds=self._task.get_ds()).parse(
+                skip_action_validation=True)
+            raw = raw_args.get(option)
+            if raw is None:
+                return value
+            manager = self._task.get_variable_manager()
+            context = manager.get_vars(play=self._task.get_play(), task=self._task, include_hostvars=False)
+            found = Templar(loader=self._loader, variables=context).template(raw)
+        except Exception as exc:  # pylint: disable=broad-except - any failure: say what to do instead
+            raise SettingsError("%s for the run cannot be told apart from host %s's own value (%s): set it "
+                                "with extra vars (-e %s=...)" % (_VARIABLES.get(option, option), console(first),
+                                                                 console(exc), _VARIABLES.get(option, option)))
+        checked = _validated_args({"hosts": [], option: found})
+        return checked[option]
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         # This task runs in a worker process forked for it from ansible-playbook, which holds the
@@ -136,6 +225,13 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars", {})
         with _empty_facts_shortcut():
             variables = dict((h, host_variables(hostvars, h)) for h in args["hosts"])
+        # What a node's modules returned never sets an input or a setting (issue 18.2): a host whose
+        # facts hold such variables gets an error finding, and the run's settings are read without them.
+        untrusted = untrusted_facts(fact_keys(hostvars, args["hosts"]))
+        try:
+            own_fail_on = self._settings(args, variables, untrusted, task_vars)
+        except SettingsError as exc:
+            raise _settings_error([str(exc)])
         if args["select_only"]:
             result["gather_hosts"] = hosts_to_gather(
                 ((h, variables[h]) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
@@ -146,11 +242,15 @@ class ActionModule(ActionBase):
             # (an empty one was refused by _validated_args: a mistake, never "no report")
             report_dir = os.path.expanduser(os.path.expandvars(report_dir))
         inputs = {}
+        notes = {}
         gather_hosts = []
         for host in args["hosts"]:
             inputs[host], gather = read_host(host, variables[host], args["gather"], args["use_fact_cache"], plain=True)
             if gather:
                 gather_hosts.append(host)
+            found = host_notes(host, variables[host], untrusted.get(host, ()))
+            if found:
+                notes[host] = found
         if args["select_first"]:
             # One read of every host's variables serves both steps: validate now unless some
             # host must be gathered first (then the caller gathers and validates again).
@@ -166,7 +266,8 @@ class ActionModule(ActionBase):
             except DriftFileError as exc:
                 raise AnsibleActionFail(str(exc))
         out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
-                            prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])
+                            prefix=args["report_prefix"], junit_warnings=args["junit_warnings"],
+                            host_fail_on=own_fail_on, notes=notes)
         result["changed"] = False
         if out.get("report_error"):
             # The verdicts exist even though the files do not: print them, then fail naming the path
@@ -185,11 +286,12 @@ class ActionModule(ActionBase):
         # The first failing host that is still in the play (not one that became unreachable while
         # gathering): the verdict play runs there. Computed here, from the play's own host list,
         # instead of templating filters over thousands of names in the role.
-        result["verdict_host"] = verdict_host(out["failed_hosts"], task_vars.get("ansible_play_hosts"))
+        result["verdict_host"] = verdict_host(out["failed_hosts"], task_vars.get("ansible_play_hosts"), avoid=untrusted)
         # The verdict's message and the run's stats are made here, once, from plain lists: a task
         # templating thousands of names (set_stats, a join in the fail message) costs ~0.1 s each.
         result["verdict_msg"] = verdict_message(out["failed_hosts"], args["fail_on"],
-                                                (out.get("report_paths") or {}).get("html") or args.get("report_dir"))
+                                                (out.get("report_paths") or {}).get("html") or args.get("report_dir"),
+                                                own_fail_on)
         if args["publish_stats"] and out["failed_hosts"]:
             # what ansible.builtin.set_stats returns (per_host false, aggregate false)
             result["ansible_stats"] = {"data": {"dlrack_preflight_failed_hosts": list(out["failed_hosts"])},

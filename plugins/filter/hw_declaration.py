@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that turn gathered hardware facts into a declaration: hw_declaration, hw_declaration_yaml."""
+"""Filters that turn gathered hardware facts into a declaration: hw_declaration, hw_declaration_yaml,
+hw_declaration_host_error."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -11,7 +12,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.declaration import (
-    DeclarationError, declaration_from_gathered, declaration_yaml)
+    DeclarationError, declaration_from_gathered, declaration_yaml, host_error)
 
 
 def hw_declaration(gathered, identity=False):
@@ -28,6 +29,11 @@ def hw_declaration_yaml(gathered, identity=False, host="host"):
         raise AnsibleFilterError("hw_declaration_yaml (%s): %s" % (host, exc))
 
 
+def hw_declaration_host_error(host):
+    return host_error(host)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"hw_declaration": hw_declaration, "hw_declaration_yaml": hw_declaration_yaml}
+        return {"hw_declaration": hw_declaration, "hw_declaration_yaml": hw_declaration_yaml,
+                "hw_declaration_host_error": hw_declaration_host_error}

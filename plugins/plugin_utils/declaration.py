@@ -27,6 +27,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
 
 VOLATILE_TOP = ("uptime_s", "errors")
 VOLATILE_PCIE = ("gen", "speed")
@@ -82,16 +85,77 @@ def declaration_from_gathered(gathered, identity=False):
     return doc
 
 
+UNSAFE_TAG = "!unsafe"
+
+
+class _Unsafe(dict):
+    """The declaration's mapping, written with the tag ``!unsafe`` (see _dumper)."""
+
+
+def _dumper():
+    """PyYAML's SafeDumper, writing an _Unsafe mapping as ``!unsafe``: Ansible reads everything
+    inside such a mapping (keys and strings at every depth) as data that is never templated, so a
+    gathered string such as a CPU model ``{{ lookup('pipe', ...) }}`` stays that text - and a disk
+    serial keeps its real value, which refusing or rewriting such strings would not. The tag is
+    on the mapping, not on each string: ansible-core 2.19 resolves a scalar tagged ``!unsafe`` as
+    if it were plain (``!unsafe '0000:01:00.0'`` would read as a number), while the strings inside
+    the mapping keep the quotes that make them strings."""
+    import yaml  # controller side only
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_unsafe(dumper, value):
+        return dumper.represent_mapping(UNSAFE_TAG, value)
+
+    Dumper.add_representer(_Unsafe, represent_unsafe)
+    return Dumper
+
+
 def declaration_yaml(gathered, host, identity=False):
-    """The text of ``host_vars/<host>.yml``: a comment saying where it came from, then
-    ``dlrack_hw:`` with the declaration."""
+    """The text of ``host_vars/<host>/dlrack_hw.yml``: a comment saying where it came from, then
+    ``dlrack_hw: !unsafe`` with the declaration (node data, never a template: see _dumper)."""
     import yaml  # controller side only
 
     doc = declaration_from_gathered(gathered, identity=identity)
     header = ("# dlrack_hw of %s, written by playbooks/declare.yml from its gathered hardware facts.\n"
               "# Volatile values (uptime, link speed, error counters, disk state)%s are left out;\n"
               "# see plugins/plugin_utils/declaration.py. Edit freely: this is now the declaration.\n"
-              % (host, "" if identity else " and per-unit ids (serials, UUIDs, WWNs)"))
-    body = yaml.safe_dump({"dlrack_hw": doc}, default_flow_style=False, sort_keys=False,
-                          allow_unicode=True, width=100)
+              "# !unsafe: these values came from the node; Ansible never templates them (keep the tag).\n"
+              % (_comment(host), "" if identity else " and per-unit ids (serials, UUIDs, WWNs)"))
+    body = yaml.dump({"dlrack_hw": _Unsafe(doc)}, Dumper=_dumper(), default_flow_style=False, sort_keys=False,
+                     allow_unicode=True, width=100)
     return "---\n" + header + body
+
+
+# The longest file name Linux file systems take (NAME_MAX, in bytes).
+NAME_MAX = 255
+
+
+def host_error(host):
+    """One sentence when the inventory host name ``host`` cannot name its declaration directory
+    (``<host_vars>/<host>/``) - empty, ``.`` or ``..``, a path separator, NUL or another control
+    character, longer than NAME_MAX bytes - else "" (declare.yml writes nothing for such a host)."""
+    name = host if isinstance(host, str) else str(host)
+    why = None
+    if name in ("", ".", ".."):
+        why = "is empty, '.' or '..'"
+    elif "/" in name or "\\" in name:
+        why = "holds a path separator ('/' or '\\')"
+    elif _CONTROL_OR_NUL.search(name):
+        why = "holds NUL or another control character"
+    elif len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        why = "is %d bytes long, more than a file name can be (%d)" % (len(name.encode("utf-8", "surrogateescape")), NAME_MAX)
+    if why is None:
+        return ""
+    shown = _comment(name if len(name) <= 80 else name[:60] + "...")
+    return ("declare.yml refuses host '%s': the name %s, so it cannot name the directory host_vars/<host>/ "
+            "that its declaration goes in; rename the host in the inventory (nothing was written)" % (shown, why))
+
+
+_CONTROL_OR_NUL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _comment(text):
+    """``text`` fit for one YAML comment line: no line break or other control character."""
+    return console(text)

@@ -12,11 +12,27 @@ import re
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, finite_copy, summary_lines, write_reports)
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, console_line, setting_error
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
              "dlrack_workload", "dlrack_external_archive", "dlrack_gather", "__dlrack_gather_error")
 GATHER_RULE = "host.gathered"
+
+# The settings of a run and the variables behind each, the most specific first (the role's option,
+# then the playbook-wide variable). Where a value may come from (issue 18.2): extra vars, the play
+# or role, and the inventory - group_vars/host_vars; a host's own fail_on changes that host's
+# verdict only, and the run-wide ones must read the same for every host (else the run would
+# depend on which host is first). Never from a fact a module returned (see untrusted_facts).
+FAIL_ON_VARS = ("preflight_fail_on", "dlrack_fail_on")
+RUN_WIDE_VARS = {"report_dir": ("preflight_report_dir", "dlrack_report_dir"),
+                 "junit_warnings": ("preflight_junit_warnings", "dlrack_junit_warnings")}
+SETTING_VARS = (FAIL_ON_VARS + RUN_WIDE_VARS["report_dir"] + RUN_WIDE_VARS["junit_warnings"]
+                + ("preflight_gather", "preflight_use_fact_cache", "dlrack_use_fact_cache", "dlrack_report_prefix",
+                   "dlrack_drift_file", "preflight_print_summary", "dlrack_hosts", "__dlrack_verdict_deferred"))
+# What no fact may set: the host's own inputs (its declaration, profile, thresholds...) and every
+# setting. dlrack_hw_gathered is the one fact that is data from the node (hw_facts' document).
+PROTECTED_FACTS = frozenset(v for v in HOST_VARS + SETTING_VARS if v not in ("dlrack_hw_gathered", "__dlrack_gather_error"))
 
 
 _EXACT = (str, int, float, bool, type(None))
@@ -107,6 +123,14 @@ class HostView(object):
 
     def get(self, name, default=None):
         return self[name] if name in self._raw else default
+
+    def raw(self, name):
+        """The untemplated value of a variable, plain data where it is (None when not set)."""
+        value = self._raw.get(name)
+        try:
+            return _plain_raw(value)
+        except _Template:
+            return str(value) if isinstance(value, str) else repr(value)
 
 
 def host_view(hostvars, host):
@@ -200,11 +224,15 @@ def hosts_to_gather(hostvars_by_host, gather=False, use_fact_cache=False):
     return [host for host, hv in hostvars_by_host if needs_gather(hv, gather, use_fact_cache)]
 
 
-def failed_hosts(results, fail_on):
-    """The hosts that fail per ``fail_on``; a host that could not be checked (GATHER_RULE: not
-    reachable, hw_facts failed or timed out) fails whatever ``fail_on`` says: the gate fails closed."""
-    bad = () if fail_on == "never" else ("fail",) if fail_on == "error" else ("fail", "warn")
-    return sorted(h for h, r in results.items() if r["status"] in bad or (
+_FAILING = {"never": (), "error": ("fail",), "warning": ("fail", "warn")}
+
+
+def failed_hosts(results, fail_on, host_fail_on=None):
+    """The hosts that fail per ``fail_on``, or per a host's own value in ``host_fail_on``; a host
+    that could not be checked (GATHER_RULE: not reachable, hw_facts failed or timed out) fails
+    whatever ``fail_on`` says: the gate fails closed."""
+    own = host_fail_on or {}
+    return sorted(h for h, r in results.items() if r["status"] in _FAILING[own.get(h, fail_on)] or (
         r["status"] == "fail" and any(f.get("rule") == GATHER_RULE for f in r.get("findings") or ())))
 
 
@@ -212,21 +240,165 @@ class DriftFileError(Exception):
     pass
 
 
-def verdict_host(failed, play_hosts=None):
+def verdict_host(failed, play_hosts=None, avoid=()):
     """[the first failing host still in the play] or []: the verdict play runs there and fails
     once. ``play_hosts`` (ansible_play_hosts) leaves out hosts that became unreachable while
-    gathering; None when unknown (every failing host qualifies)."""
+    gathering; None when unknown (every failing host qualifies). Hosts in ``avoid`` (whose facts
+    tried to set protected variables: the play's conditions read that host's variables) come
+    last."""
     in_play = set(play_hosts) if isinstance(play_hosts, (list, tuple, set)) else None
-    return [h for h in failed if in_play is None or h in in_play][:1]
+    hosts = [h for h in failed if in_play is None or h in in_play]
+    return sorted(hosts, key=lambda h: h in avoid)[:1]
 
 
-def verdict_message(failed, fail_on, where):
+def verdict_message(failed, fail_on, where, host_fail_on=None):
     """The one message of a failing fleet's verdict (the verdict play fails with it), naming every
-    failing host; "" when none fails. ``where``: the HTML report, or the report directory."""
+    failing host; "" when none fails. ``where``: the HTML report, or the report directory.
+    ``host_fail_on``: the hosts with their own dlrack_fail_on. Host names are console text."""
     if not failed:
         return ""
-    return "pre-flight failed for %d host(s) (dlrack_fail_on=%s): %s; see %s" % (
-        len(failed), fail_on, ", ".join(str(h) for h in failed), where or "the reports")
+    own = ""
+    if host_fail_on:
+        own = "; %d host(s) with their own" % len(host_fail_on)
+    return console("pre-flight failed for %d host(s) (dlrack_fail_on=%s%s): %s; see %s" % (
+        len(failed), fail_on, own, ", ".join(str(h) for h in failed), where or "the reports"))
+
+
+class SettingsError(ValueError):
+    """A run-wide setting that the hosts' variables do not give one value."""
+
+
+def _own(values, names, untrusted):
+    """(variable, value) of the first of ``names`` set in a host's own variables ``values`` (not
+    by a fact: ``untrusted`` lists the ones its facts set), or (None, None)."""
+    for name in names:
+        value = values.get(name)
+        if value is not None and name not in untrusted:
+            return name, value
+    return None, None
+
+
+def host_fail_on(variables, untrusted, hosts, fail_on):
+    """{host: its own fail_on} for the hosts whose own variables (inventory, extra vars) set
+    preflight_fail_on or dlrack_fail_on to something other than ``fail_on``; raises SettingsError
+    for a value that is not error, warning or never (naming the host and the variable)."""
+    own = {}
+    for host in hosts:
+        name, value = _own(variables[host], FAIL_ON_VARS, untrusted.get(host, ()))
+        if name is None:
+            continue
+        if value not in _FAILING:
+            raise SettingsError("host %s: %s=%s is not one of error, warning, never" % (host, name, value))
+        if value != fail_on:
+            own[host] = value
+    return own
+
+
+def own_values(variables, untrusted, hosts, option):
+    """({value: (variable, a host)} of the hosts' own values for the run-wide ``option``, the
+    number of hosts without one). Values compare as text (they are read untemplated)."""
+    seen, missing = {}, 0
+    for host in hosts:
+        name, own = _own(variables[host], RUN_WIDE_VARS[option], untrusted.get(host, ()))
+        if name is None:
+            missing += 1
+        else:
+            seen.setdefault(str(own), (name, host))
+    return seen, missing
+
+
+def run_wide_conflict(option, seen, missing, fallback):
+    """None, or one sentence when the hosts' own values ``seen`` (see own_values) and - for the
+    ``missing`` hosts without one - ``fallback`` (the play's value) are not one value: the run
+    would then use an accident of inventory order."""
+    values = dict(seen)
+    if missing:
+        values.setdefault(str(fallback), (None, "the other %d host(s)" % missing))
+    if len(values) <= 1:
+        return None
+    shown = "; ".join("%s on %s" % (val, host) if name is None else "%s=%s on %s" % (name, val, host)
+                      for val, (name, host) in sorted(values.items())[:3])
+    return console("%s is a run-wide setting, but the hosts' variables give it different values (%s): "
+                   "set it once for the run - extra vars, the play's vars or group_vars/all"
+                   % (RUN_WIDE_VARS[option][-1], shown))
+
+
+def untrusted_facts(fact_keys):
+    """{host: sorted protected variables its facts set} from {host: iterable of fact names}."""
+    out = {}
+    for host, keys in fact_keys.items():
+        bad = sorted(k for k in keys if k in PROTECTED_FACTS)
+        if bad:
+            out[host] = bad
+    return out
+
+
+def host_notes(host, values, untrusted=()):
+    """Findings the rule engine cannot see, for one host: ``values`` its variables (what the
+    action read), ``untrusted`` the protected variables its facts set. Each is (rule, severity,
+    message, remedy)."""
+    notes = []
+    if untrusted:
+        notes.append(("inventory.schema", "error",
+                      "host %s: its facts set %s: values a module on the node returned, and a node cannot "
+                      "set its own inputs or the run's settings; its verdict cannot be trusted"
+                      % (host, ", ".join(untrusted)),
+                      "clear the host's cached facts (ansible-playbook --flush-cache) and look at the node: "
+                      "a module there answered with facts it does not return"))
+    for name in ("dlrack_external_archive", "dlrack_profile"):
+        why = setting_error(name, values.get(name))
+        if why:
+            notes.append(("inventory.schema", "error", "host %s: %s" % (host, why),
+                          "write %s of %s as plain text" % (name, host)))
+    declared, gathered = values.get("dlrack_hw"), values.get("dlrack_hw_gathered")
+    if gathered is None and isinstance(declared, dict) and declared.get("source") == "gathered":
+        notes.append(("inventory.matches_declared", "warning",
+                      "host %s: dlrack_hw in the inventory says source: gathered, but nothing was measured "
+                      "on this run: it is judged as the inventory states it, unverified" % host,
+                      "gather the host (-e dlrack_gather=true), or write the document as a declaration "
+                      "(source: declared; playbooks/declare.yml does)"))
+    workload = values.get("dlrack_workload")
+    hw_workload = declared.get("workload") if isinstance(declared, dict) else None
+    if isinstance(workload, dict) and isinstance(hw_workload, dict) and workload != hw_workload:
+        # the rules judge the judged document's workload, else dlrack_workload (rules._workload)
+        judged_hw = gathered if isinstance(gathered, dict) else declared
+        used = "dlrack_hw.workload" if judged_hw.get("workload") is not None else "dlrack_workload"
+        notes.append(("gpu.vram_for_workload", "warning",
+                      "host %s: dlrack_workload %s and dlrack_hw.workload %s differ: the rules judge %s"
+                      % (host, _short(workload), _short(hw_workload), used),
+                      "keep one of them, or make them the same"))
+    return notes
+
+
+def _short(value, limit=120):
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_RANK = {"pass": 0, "skip": 0, "warn": 1, "fail": 2}
+
+
+def apply_notes(results, notes):
+    """Add the ``notes`` ({host: [(rule, severity, message, remedy)]}) to the hosts' results as
+    findings, first, and raise the rule's and the host's status to match. Returns whether any
+    host changed (then the summary must be counted again)."""
+    changed = False
+    for host, items in notes.items():
+        res = results.get(host)
+        if res is None or not items:
+            continue
+        res["findings"] = [{"rule": rule, "severity": sev, "observed": None, "required": None,
+                            "message": msg, "remedy": remedy} for rule, sev, msg, remedy in items] + list(res["findings"])
+        rules = dict(res.get("rules") or {})
+        for rule, sev, _msg, _remedy in items:
+            status = "fail" if sev == "error" else "warn"
+            if _RANK.get(rules.get(rule), 0) < _RANK[status]:
+                rules[rule] = status
+            if _RANK.get(res["status"], 0) < _RANK[status]:
+                res["status"] = status
+        res["rules"] = rules
+        changed = True
+    return changed
 
 
 def load_drift(path, hosts):
@@ -294,17 +466,23 @@ def guard_non_finite(results):
 
 
 def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
-                  report_dir_var="dlrack_report_dir"):
+                  report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None):
     """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
     ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
     be written does not raise: the result carries ``report_error`` (naming the path and
-    ``report_dir_var``) next to the complete summary, so the caller can print both and fail."""
+    ``report_dir_var``) next to the complete summary, so the caller can print both and fail.
+    ``host_fail_on``: {host: its own fail_on} (see host_fail_on()); ``notes``: findings the rules
+    cannot see, per host (see host_notes()). Every console line has its control characters
+    escaped (plugin_utils/safe_text.py): a host name or node string cannot move the cursor or
+    forge a line."""
     # The guard runs once per distinct evaluation (hosts with identical inputs share one).
     results, summary = evaluate_fleet(inputs, finish=guard_non_finite)
+    if notes and apply_notes(results, notes):
+        summary = summarize(results)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},
-        "failed_hosts": failed_hosts(results, fail_on),
+        "failed_hosts": failed_hosts(results, fail_on, host_fail_on),
         "lines": summary_lines(results, summary),
         "drift_hosts": sorted(h for h, d in (drift or {}).items() if d.get("changes")),
         "error_hosts": sorted(h for h, d in (drift or {}).items() if d.get("unreachable") or d.get("failures")),
@@ -319,13 +497,17 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
                     f.get("task"), f.get("msg")))
         if not out["drift_hosts"] and not out["error_hosts"]:
             out["lines"].append("no drift on %d host(s)" % len(drift))
+    meta = {"fail_on": fail_on}
+    if host_fail_on:
+        meta["fail_on_hosts"] = dict(host_fail_on)
     if report_dir is not None:
         try:
-            out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta={"fail_on": fail_on},
+            out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta=meta,
                                                 prefix=prefix, junit_warnings=junit_warnings, what=report_dir_var)
             out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
         except ReportWriteError as exc:
             out["report_error"] = str(exc)
             out["lines"].append("reports NOT written: %s" % exc)
+    out["lines"] = [console_line(line) for line in out["lines"]]
     out["text"] = "\n".join(out["lines"])
     return out

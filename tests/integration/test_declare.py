@@ -6,12 +6,17 @@ import os
 import subprocess
 
 import pytest
-import yaml
+from ansible.parsing.dataloader import DataLoader
 
 from realhost import h200_vm
 
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
+
+
+def read_declaration(path):
+    """The declaration file as Ansible's inventory reads it (its strings are tagged !unsafe)."""
+    return DataLoader().load_from_file(str(path), cache="none")["dlrack_hw"]
 
 
 def playbook(name, inventory, *extra, check=False):
@@ -47,7 +52,7 @@ def test_declaration_file_and_no_overwrite(inventory):
     run = playbook("declare.yml", inventory / "hosts.ini")
     assert run.returncode == 0, run.stdout
     path = inventory / "host_vars" / "localhost" / "dlrack_hw.yml"
-    doc = yaml.safe_load(path.read_text())["dlrack_hw"]
+    doc = read_declaration(path)
     assert doc["source"] == "declared" and doc["schema"] == 1
     assert "uptime_s" not in doc and "errors" not in doc and "hostname" not in (doc.get("host") or {})
     assert doc["cpu"]["cores"] >= 1 and doc["memory"]["total_mb"] > 0
@@ -77,7 +82,7 @@ def test_declaration_of_a_captured_host(inventory, tmp_path):
     out = tmp_path / "declared"
     run = playbook("declare.yml", inventory / "hosts.ini", "dlrack_hw_root=%s" % root, "dlrack_declare_dir=%s" % out)
     assert run.returncode == 0, run.stdout
-    doc = yaml.safe_load((out / "localhost" / "dlrack_hw.yml").read_text())["dlrack_hw"]
+    doc = read_declaration(out / "localhost" / "dlrack_hw.yml")
     (gpu,) = doc["gpus"]
     assert (gpu["model"], gpu["memory_mb"], gpu["pci_bus_id"], gpu["ecc_enabled"]) == ("NVIDIA H200", 143771, "0000:00:06.0", True)
     assert "uuid" not in gpu and "serial" not in gpu and "gen" not in gpu["pcie"]

@@ -1,11 +1,13 @@
 """Declarations from gathered facts (issue 11.3), on the real h200-vm host and a captured
 4-GPU server tree: what is kept, what is left out, and the round trip through the rule engine."""
 import copy
+import os
+import tempfile
 
 import pytest
-import yaml
 
-from ansible_collections.dlrack.node.plugins.filter.hw_declaration import hw_declaration, hw_declaration_yaml
+from ansible_collections.dlrack.node.plugins.filter.hw_declaration import (
+    hw_declaration, hw_declaration_host_error, hw_declaration_yaml)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.declaration import (
     DeclarationError, declaration_from_gathered, declaration_yaml)
@@ -13,6 +15,14 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import compare_declared, evaluate_host, resolve_settings
 
 from ansible.errors import AnsibleFilterError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:  # ansible-core 2.19: a template in a test is a trusted one, as in a playbook
+    from ansible.template import trust_as_template
+except ImportError:  # pragma: no cover - ansible-core < 2.19 templates every str
+    def trust_as_template(text):
+        return text
 
 from testpaths import sysfs_tree
 from realhost import h200_vm
@@ -78,11 +88,73 @@ def test_only_gathered_documents(bad):
         hw_declaration(bad)
 
 
+def ansible_load(text):
+    """What Ansible's inventory reads from a host_vars file: the host_group_vars plugin's call."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "dlrack_hw.yml")
+        with open(path, "w") as handle:
+            handle.write(text)
+        try:
+            return DataLoader().load_from_file(path, cache="none", unsafe=True, trusted_as_template=True)
+        except TypeError:  # pragma: no cover - ansible-core < 2.19 trusts every file it reads
+            return DataLoader().load_from_file(path, cache="none", unsafe=True)
+
+
 def test_yaml_file_round_trips(h200):
     text = declaration_yaml(h200, "gpu-a01")
     assert text.startswith("---\n# dlrack_hw of gpu-a01, written by playbooks/declare.yml")
-    assert yaml.safe_load(text) == {"dlrack_hw": declaration_from_gathered(h200)}
-    assert yaml.safe_load(hw_declaration_yaml(h200, True, "x"))["dlrack_hw"]["gpus"][0]["uuid"]
+    assert "\ndlrack_hw: !unsafe\n" in text
+    assert ansible_load(text) == {"dlrack_hw": declaration_from_gathered(h200)}
+    assert ansible_load(hw_declaration_yaml(h200, True, "x"))["dlrack_hw"]["gpus"][0]["uuid"]
+
+
+HOSTILE = "{{ lookup('pipe', 'touch %s') }}"
+
+
+def test_node_strings_read_back_as_data_never_templated(h200, tmp_path):
+    """Issue 18.1: a gathered string holding a template stays that text when Ansible reads the
+    declaration back and templates the variable (the file the lookup would create never exists);
+    strings that look like numbers (a PCI bus id, a numeric serial) stay strings."""
+    marker = tmp_path / "PWNED"
+    hostile = copy.deepcopy(h200)
+    hostile["cpu"]["model"] = HOSTILE % marker
+    hostile["disks"][0]["serial"] = "0123{# x #}"
+    hostile["disks"][1]["serial"] = "000123"
+    hostile["disks"][0]["model"] = "{% raw %}x"
+    hostile["host"]["{{ 7 * 7 }}"] = "key"
+    text = declaration_yaml(hostile, "gpu-a01", identity=True)
+    loaded = ansible_load(text)
+    assert loaded == {"dlrack_hw": declaration_from_gathered(hostile, identity=True)}
+    templar = Templar(loader=DataLoader(), variables=loaded)
+    doc = templar.template(trust_as_template("{{ dlrack_hw }}"))
+    assert doc["cpu"]["model"] == HOSTILE % marker
+    assert templar.template(trust_as_template("{{ dlrack_hw.cpu.model }}")) == HOSTILE % marker
+    assert [d["serial"] for d in doc["disks"]] == ["0123{# x #}", "000123"]
+    assert doc["disks"][0]["model"] == "{% raw %}x" and doc["host"]["{{ 7 * 7 }}"] == "key"
+    assert doc["gpus"][0]["pci_bus_id"] == "0000:00:06.0"
+    assert not marker.exists()
+
+
+def test_a_host_name_in_the_comment_cannot_end_it(h200):
+    text = declaration_yaml(h200, "gpu\ndlrack_hw: {source: gathered}")
+    assert ansible_load(text) == {"dlrack_hw": declaration_from_gathered(h200)}
+    assert "# dlrack_hw of gpu\\ndlrack_hw: {source: gathered}, written" in text
+
+
+@pytest.mark.parametrize("host, why", [
+    ("../../x", "path separator"), ("a/b", "path separator"), ("..", "'..'"), ("", "empty"),
+    ("a\\b", "path separator"), ("nul\x00x", "control character"), ("esc\x1b[2J", "control character"),
+    ("x" * 300, "300 bytes long"), ("\u00e9" * 128, "256 bytes long"),
+])
+def test_host_names_that_cannot_name_a_directory_are_refused(host, why):
+    msg = hw_declaration_host_error(host)
+    assert msg.startswith("declare.yml refuses host '") and why in msg and "nothing was written" in msg
+    assert "\x00" not in msg and "\x1b" not in msg and len(msg) < 400
+
+
+@pytest.mark.parametrize("host", ["gpu-a01", "gpu-a01.rack1.example.org", "x" * 255, "10.0.0.7", "\u00e9" * 127])
+def test_ordinary_host_names_pass(host):
+    assert hw_declaration_host_error(host) == ""
 
 
 def test_compare_declared_finds_a_missing_gpu_and_a_smaller_ram(esc):

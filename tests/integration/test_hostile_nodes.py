@@ -1,0 +1,208 @@
+"""Compromised nodes and hostile inventories (issue 18.1, 18.2, 18.6 for declare.yml, 18.8,
+18.9b/c): real ansible-playbook runs of declare.yml and preflight.yml.
+
+A compromised node controls its whole module result, so the node is simulated by a stand-in
+``ansible_python_interpreter``: a script that answers any module with crafted JSON (a real
+hw_facts document, tests/hwdocs.py GATHERED, with hostile strings and extra facts). Ansible runs
+it exactly as it runs a node's Python (connection local), so everything on the controller's side
+is the real thing. Each run has its own fact cache (ANSIBLE_CACHE_PLUGIN_CONNECTION) so that no
+test sees another's facts, and the repository's ansible.cfg (jsonfile fact cache on)."""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hwdocs import GATHERED, GOOD
+from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+
+VENV_BIN = os.path.join(ROOT, ".venv", "bin")
+
+STAND_IN = """#!%s
+# stand-in node: answers any module with the crafted result next to this script
+import sys
+try:
+    sys.stdin.read()   # the module (pipelining); nothing of it is run
+except Exception:
+    pass
+with open(%r) as handle:
+    sys.stdout.write(handle.read())
+"""
+
+PWNED_TEMPLATE = "{{ lookup('pipe', 'touch %s') }}"
+
+
+class Node(object):
+    """A stand-in node in ``base``: ``interpreter`` is its ansible_python_interpreter; answer()
+    sets what every module run on it returns."""
+
+    def __init__(self, base, name="node"):
+        self.dir = base / name
+        self.dir.mkdir()
+        self.answer_path = self.dir / "answer.json"
+        self.interpreter = self.dir / "python"
+        self.interpreter.write_text(STAND_IN % (sys.executable, str(self.answer_path)))
+        self.interpreter.chmod(0o755)
+
+    def answer(self, doc, **facts):
+        facts["dlrack_hw_gathered"] = doc
+        self.answer_path.write_text(json.dumps({"changed": False, "dlrack_hw": doc, "ansible_facts": facts}))
+
+
+def hostile_doc(marker):
+    doc = copy.deepcopy(GATHERED)
+    doc["cpu"]["model"] = PWNED_TEMPLATE % marker
+    doc["disks"][1]["serial"] = "S{{ 6 * 7 }}X"
+    doc["errors"] = []
+    return doc
+
+
+def playbook(tmp_path, name, inventory, *extra, cache="jsonfile"):
+    env = dict(os.environ, ANSIBLE_CACHE_PLUGIN=cache, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"),
+               PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+    argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", str(inventory),
+            os.path.join(ROOT, "playbooks", name), "-e", "dlrack_become=false"]
+    for item in extra:
+        argv += ["-e", item]
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
+                          timeout=600, check=False, universal_newlines=True)
+
+
+def inventory(tmp_path, hosts, name="inventory"):
+    """An inventory directory with hosts.yml: {host: host vars}."""
+    inv = tmp_path / name
+    inv.mkdir(parents=True)
+    (inv / "hosts.yml").write_text(json.dumps({"all": {"hosts": hosts}}))
+    return inv
+
+
+def node_vars(node, **more):
+    more.update(ansible_connection="local", ansible_python_interpreter=str(node.interpreter))
+    return more
+
+
+def test_declared_node_strings_are_never_templated(tmp_path):
+    """18.1: declare.yml writes what the node returned; the pre-flight that reads the declaration
+    back (and templates the host's variables) never runs the node's template: the file its
+    lookup would create never exists, and the report shows the string as text."""
+    marker = tmp_path / "PWNED"
+    node = Node(tmp_path)
+    node.answer(hostile_doc(marker))
+    inv = inventory(tmp_path, {"evil": node_vars(node)})
+    run = playbook(tmp_path, "declare.yml", inv / "hosts.yml", "dlrack_declare_identity=true")
+    assert run.returncode == 0, run.stdout
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert not marker.exists(), run.stdout
+    text = (inv / "host_vars" / "evil" / "dlrack_hw.yml").read_text()
+    assert "\ndlrack_hw: !unsafe\n" in text and "S{{ 6 * 7 }}X" in text     # the serial's real value
+    assert run.returncode == 2, run.stdout                     # the host fails (its CPU model is no model)
+    host = json.loads((reports / "report.json").read_text())["hosts"]["evil"]
+    messages = " ".join(f["message"] for f in host["findings"])
+    assert "got \"{{ lookup('pipe', 'touch " in messages         # the text itself, not what it would render
+    html = (reports / "report.html").read_text()
+    assert "{{ lookup(&#x27;pipe&#x27;" in html or "{{ lookup(&#39;pipe&#39;" in html
+    # the gathered host too (dlrack_gather: the node answers again, the fact is compared)
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports, "dlrack_gather=true")
+    assert not marker.exists(), run.stdout
+    assert run.returncode == 2, run.stdout
+
+
+def test_a_nodes_facts_cannot_change_the_run(tmp_path):
+    """18.2: hw_facts keeps only dlrack_hw_gathered of what a node returns: a first host whose
+    answer sets preflight_fail_on: never, the report directory and a passing dlrack_hw neither
+    opens the gate nor moves the reports, also on the next run (the fact cache)."""
+    moved = tmp_path / "moved"
+    evil, bad = Node(tmp_path, "evil"), Node(tmp_path, "bad")
+    fake_pass = {"schema": 1, "source": "declared", "cpu": {"model": "AMD EPYC 9654 96-Core Processor"}}
+    evil.answer(copy.deepcopy(GATHERED), preflight_fail_on="never", dlrack_fail_on="never",
+                preflight_report_dir=str(moved), dlrack_report_dir=str(moved), dlrack_hw=fake_pass,
+                dlrack_profile="workstation", preflight_junit_warnings="passed")
+    broken = copy.deepcopy(GATHERED)
+    broken["gpus"][0]["pcie"]["width"] = 4                     # gpu.pcie_link: an error
+    bad.answer(broken)
+    inv = inventory(tmp_path, {"a-evil": node_vars(evil), "b-bad": node_vars(bad)})
+    reports = tmp_path / "reports"
+    for _ in range(2):                                         # the second run reads the fact cache
+        run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+        assert run.returncode == 2, run.stdout
+        assert "pre-flight failed for" in run.stdout and "b-bad" in run.stdout
+        assert not moved.exists()
+        doc = json.loads((reports / "report.json").read_text())
+        assert doc["hosts"]["b-bad"]["status"] == "fail"
+    assert "left out what the node returned besides dlrack_hw_gathered" in run.stdout
+    cached = (tmp_path / "facts").iterdir()
+    for path in cached:
+        text = path.read_text()
+        assert "preflight_fail_on" not in text and "dlrack_report_dir" not in text and "workstation" not in text
+
+
+@pytest.mark.parametrize("bad_host", ["../../escaped", "rack/../../escaped", "x" * 300])
+def test_declare_refuses_host_names_that_leave_host_vars(tmp_path, bad_host):
+    """18.6 (declare.yml): a host name that is not one directory name is refused with one sentence
+    before the host is contacted; nothing is written for it, the other hosts are declared."""
+    marker = tmp_path / "PWNED"
+    node = Node(tmp_path)
+    node.answer(hostile_doc(marker))
+    inv = inventory(tmp_path, {bad_host: node_vars(node), "good": node_vars(node)}, name="a/b/inventory")
+    # (the jsonfile fact cache cannot even look up a 300-character host: Ansible stops on it)
+    run = playbook(tmp_path, "declare.yml", inv / "hosts.yml", cache="memory" if len(bad_host) > 255 else "jsonfile")
+    assert run.returncode == 2, run.stdout
+    assert "declare.yml refuses host '" in run.stdout and "nothing was written" in run.stdout
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("dlrack_hw.yml"))
+    assert written == ["a/b/inventory/host_vars/good/dlrack_hw.yml"]
+    assert not list(tmp_path.rglob("escaped"))
+    assert "Traceback" not in run.stdout and not marker.exists()
+
+
+def declared_fleet(tmp_path, first_vars=None, other_vars=None):
+    """Three declared hosts (no connection): a-first passes or fails as ``first_vars`` says,
+    b-bad fails (an error finding: 256 GiB of RAM for 8 x 141 GB of GPU memory), c-good passes."""
+    good = copy.deepcopy(GOOD)
+    bad = copy.deepcopy(GOOD)
+    bad["memory"]["total_mb"] = 262144                          # memory.exceeds_vram: an error
+    hosts = {"a-first": dict({"dlrack_hw": bad}, **(first_vars or {})),
+             "b-bad": dict({"dlrack_hw": bad}, **(other_vars or {})),
+             "c-good": {"dlrack_hw": good}}
+    return inventory(tmp_path, hosts)
+
+
+def test_a_hosts_own_fail_on_changes_only_its_own_verdict(tmp_path):
+    """18.2: the first host of the inventory sets dlrack_fail_on: never for itself: it passes the
+    gate, and the fleet still fails for b-bad (today its value decided for every host)."""
+    reports = tmp_path / "reports"
+    inv = declared_fleet(tmp_path, first_vars={"dlrack_fail_on": "never"})
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    assert "pre-flight failed for 1 host(s)" in run.stdout and ": b-bad;" in run.stdout
+    doc = json.loads((reports / "report.json").read_text())
+    assert doc["summary"]["fail_on"] == "error" and doc["summary"]["fail_on_hosts"] == {"a-first": "never"}
+    assert doc["hosts"]["a-first"]["status"] == "fail"            # its findings are reported all the same
+    # the other way round: the run says never, one host insists on error for itself
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "preflight_fail_on=never")
+    assert run.returncode == 0, run.stdout
+    inv2 = declared_fleet(tmp_path / "two", other_vars={"preflight_fail_on": "error"}) if (tmp_path / "two").mkdir() is None else None
+    run = playbook(tmp_path, "preflight.yml", inv2 / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "dlrack_fail_on=never")
+    assert run.returncode == 2 and "pre-flight failed for 1 host(s)" in run.stdout and ": b-bad;" in run.stdout, run.stdout
+
+
+def test_run_wide_settings_never_depend_on_inventory_order(tmp_path):
+    """18.2: hosts whose own variables give the report directory different values: the run says
+    so, naming the variable, instead of writing where the first host says."""
+    first = tmp_path / "first-says"
+    inv = declared_fleet(tmp_path, first_vars={"dlrack_report_dir": str(first)})
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml")
+    assert run.returncode != 0, run.stdout
+    assert "dlrack_report_dir is a run-wide setting, but the hosts' variables give it different values" in run.stdout
+    assert not first.exists() and not (tmp_path / "reports").exists()
+    # the same value for every host (group_vars/all, extra vars) is one setting
+    (inv / "group_vars").mkdir()
+    (inv / "group_vars" / "all.yml").write_text("dlrack_report_dir: %s\n" % first)
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml")
+    assert run.returncode == 2 and (first / "report.json").exists(), run.stdout
