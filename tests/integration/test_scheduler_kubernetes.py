@@ -52,7 +52,7 @@ def api():
 
 
 def _act(reports, fleet, url, *extra):
-    return _playbook("playbooks/scheduler.yml", "-e", "dlrack_scheduler=kubernetes",
+    return _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, fleet + ".yml"), "-e", "dlrack_scheduler=kubernetes",
                      "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)],
                                        "scheduler_k8s_host": url, "scheduler_k8s_api_key": "stand-in-token",
                                        "scheduler_k8s_validate_certs": False}), *extra)

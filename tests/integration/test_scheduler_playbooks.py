@@ -59,7 +59,8 @@ def _node(state, name):
 
 
 def _act(reports, fleet, scontrol, *extra):
-    return _playbook("playbooks/scheduler.yml", "-e", "dlrack_scheduler=slurm", "-e", "scheduler_scontrol=" + scontrol,
+    return _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
+                     "-e", "dlrack_scheduler=slurm", "-e", "scheduler_scontrol=" + scontrol,
                      "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)]}), *extra)
 
 
@@ -81,6 +82,9 @@ def test_drain_again_check_mode_resume(reports, slurm):
     assert re.search(r"would.*slurm01", out.replace("\n", " ")), out[-3000:]
     rc, out = _act(reports, "pass-all", scontrol)
     assert rc == 0 and _node(state, "slurm01") == ("IDLE+NOT_RESPONDING", None), out[-3000:]
+    # --limit keeps the act (it runs over the run's hosts, delegated to the admin host)
+    rc, out = _act(reports, "fail-slurm01", scontrol, "--limit", "ghost02.rack7.example")
+    assert rc == 0 and _node(state, "slurm01")[1].startswith("dlrack: memory.exceeds_vram "), out[-3000:]
 
 
 def test_over_the_cap_and_the_switch(reports, slurm):
@@ -89,7 +93,7 @@ def test_over_the_cap_and_the_switch(reports, slurm):
     rc, out = _act(reports, "fail-two", scontrol)
     assert rc != 0 and "2 of 4 judged nodes fail, more than the cap of 1" in out, out[-3000:]
     assert state.read_text() == before
-    rc, out = _playbook("playbooks/scheduler.yml", "-e", "scheduler_scontrol=" + scontrol,
+    rc, out = _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, "fail-slurm01.yml"), "-e", "scheduler_scontrol=" + scontrol,
                         "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/fail-slurm01/report.json" % reports]}))
     assert rc == 0 and "skipping: no hosts matched" in out and state.read_text() == before, out[-3000:]
 
