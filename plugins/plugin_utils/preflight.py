@@ -248,7 +248,16 @@ def verdict_host(failed, play_hosts=None, avoid=()):
     last."""
     in_play = set(play_hosts) if isinstance(play_hosts, (list, tuple, set)) else None
     hosts = [h for h in failed if in_play is None or h in in_play]
-    return sorted(hosts, key=lambda h: h in avoid)[:1]
+    # The play's `hosts:` is a host pattern: a name with a space, comma, colon, line feed or a
+    # pattern character would match nothing (or other hosts) and the verdict would never fail.
+    # Such a name is passed over; when every failing host has one, the verdict fails on localhost.
+    safe = [h for h in hosts if isinstance(h, str) and _PATTERN_SAFE.match(h)]
+    if hosts and not safe:
+        return ["localhost"]
+    return sorted(safe, key=lambda h: h in avoid)[:1]
+
+
+_PATTERN_SAFE = re.compile(r"\A[\w.@-]+\Z")
 
 
 def verdict_message(failed, fail_on, where, host_fail_on=None):

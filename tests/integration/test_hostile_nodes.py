@@ -206,3 +206,81 @@ def test_run_wide_settings_never_depend_on_inventory_order(tmp_path):
     (inv / "group_vars" / "all.yml").write_text("dlrack_report_dir: %s\n" % first)
     run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml")
     assert run.returncode == 2 and (first / "report.json").exists(), run.stdout
+
+
+def adhoc_setup(tmp_path, inv):
+    """`ansible -m setup` on every host with the run's fact cache: what a node answers to setup
+    (in site.yml's provisioning play, or any other playbook) lands in the cache."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"))
+    return subprocess.run([os.path.join(VENV_BIN, "ansible"), "-i", str(inv), "all", "-m", "setup"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
+                          timeout=300, check=False, universal_newlines=True)
+
+
+def test_cached_facts_from_another_module_cannot_set_inputs_or_settings(tmp_path):
+    """18.2: a node answered setup (not hw_facts, which keeps only its document) with facts that
+    would open the gate (preflight_fail_on: never), move the reports and replace its declaration
+    with a passing one; they sit in the fact cache. The next pre-flight of the declared fleet -
+    that host first - fails that host with an error naming the facts, keeps the verdict of the
+    others, and writes the reports where the operator said."""
+    moved = tmp_path / "moved"
+    evil = Node(tmp_path, "evil")
+    fake = copy.deepcopy(GOOD)
+    evil.answer(copy.deepcopy(GATHERED), preflight_fail_on="never", dlrack_fail_on="never",
+                dlrack_report_dir=str(moved), dlrack_hw=fake, __dlrack_verdict_deferred=True)
+    inv = declared_fleet(tmp_path, first_vars=node_vars(evil))
+    assert adhoc_setup(tmp_path, inv / "hosts.yml").returncode != 3
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    assert not moved.exists()
+    doc = json.loads((reports / "report.json").read_text())
+    first = doc["hosts"]["a-first"]
+    assert first["status"] == "fail" and doc["hosts"]["b-bad"]["status"] == "fail"
+    (taint,) = [f for f in first["findings"] if "its facts set" in f["message"]]
+    assert taint["severity"] == "error" and "preflight_fail_on" in taint["message"] and "dlrack_hw" in taint["message"]
+    assert "pre-flight failed for 2 host(s)" in run.stdout
+
+
+def test_a_gathered_first_host_with_its_own_fail_on(tmp_path):
+    """18.2 through the role (the gather play, then the role's validation): the first host is
+    gathered and says dlrack_fail_on: never for itself; the failing second host still fails."""
+    a, b = Node(tmp_path, "a"), Node(tmp_path, "b")
+    a.answer(copy.deepcopy(GATHERED))
+    broken = copy.deepcopy(GATHERED)
+    broken["gpus"][0]["pcie"]["width"] = 4                     # gpu.pcie_link: an error
+    b.answer(broken)
+    inv = inventory(tmp_path, {"a-first": node_vars(a, dlrack_fail_on="never"), "b-bad": node_vars(b)})
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    assert "pre-flight failed for 1 host(s)" in run.stdout and ": b-bad;" in run.stdout
+
+
+def test_the_console_shows_control_characters_escaped(tmp_path):
+    """18.8: a host name with ESC/OSC 52/BEL and a line feed, and a gathered GPU model with a
+    terminal sequence, reach the console only as escapes: no raw control character in the
+    summary lines, and no forged `PASS` line."""
+    node = Node(tmp_path)
+    doc = copy.deepcopy(GATHERED)
+    doc["gpus"][0]["model"] = "\x1b]52;c;cm0gLXJmIH4=\x07NVIDIA H100\rPASS  x"
+    node.answer(doc)
+    declared = {"schema": 1, "source": "declared", "gpus": {"model": "NVIDIA RTX 6000 Ada Generation", "count": 4}}
+    host = "gpu\x1bc\x07\x9b2J\nPASS  forged"   # (a "[" would be an Ansible host range)
+    inv = inventory(tmp_path, {host: node_vars(node, dlrack_hw=declared, dlrack_gather=True,
+                                               dlrack_external_archive="nfs://x\x1b[2J")})
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    start = run.stdout.index("dlrack.node preflight:")
+    summary = run.stdout[start:run.stdout.index("reports:", start)]
+    assert "\x1b" not in summary and "\x07" not in summary and "\r" not in summary
+    lines = summary.splitlines()
+    assert not [line for line in lines if line.startswith("PASS")], summary
+    assert any(line.startswith("FAIL  gpu\\x1bc\\x07\\x9b2J\\nPASS  forged") for line in lines), summary
+    assert "\\x1b]52;c;cm0glxjmih4=\\x07nvidia h100\\rpass  x" in summary   # matches_declared names it (lower case)
+    assert "dlrack_external_archive holds a control character (nfs://x\\x1b[2J)" in summary
+    # and the verdict fails although the host's name is no host pattern (it fails on localhost)
+    assert "pre-flight failed for 1 host(s)" in run.stdout
