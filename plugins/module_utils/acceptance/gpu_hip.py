@@ -96,7 +96,7 @@ class Hip:
             try:
                 return cls(ctypes.CDLL(path))
             except OSError as exc:
-                why.append(str(exc).split(":")[-1].strip() or path)
+                why.append(str(exc).rsplit(":", 1)[-1].strip() or path)
         raise HipUnavailable("libamdhip64.so cannot be loaded (%s): ROCm is not installed on this node"
                              % (why[0] if why else "not found"))
 
@@ -186,7 +186,7 @@ def measure_device(hip, ordinal, nbytes, iterations, pageable=True, clock=time.p
     finally:
         if host.value is not None:
             hip.raw("hipHostFree", host)
-        if dptr.value:
+        if dptr.value is not None:
             hip.raw("hipFree", dptr)
     return out
 

@@ -2,7 +2,6 @@
 amdgpu formats (MI300X, MI250X, MI210) and on the two real MI100 machines whose rocm-smi JSON is
 in tests/data/real (tests/data/amd/README.md says which is which)."""
 import importlib.util
-import json
 import os
 import shutil
 
