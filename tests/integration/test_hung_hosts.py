@@ -136,3 +136,17 @@ def test_preflight_with_a_hanging_nvidia_smi_names_it_and_its_limit(tmp_path):
     gathered = [f["message"] for f in _errors(doc, "live-1") if f["rule"] == "host.gathered"]
     assert gathered == ["host live-1 was not checked: nvidia-smi -q -x did not answer within 3 s and was killed "
                         "(the limit is the hw_facts option command_timeout)"]
+
+
+def test_site_writes_its_report_when_no_host_can_be_reached_for_provisioning(tmp_path):
+    # declared hosts pass the pre-flight without a connection, then cannot be reached: before, the
+    # provisioning play lost every host, Ansible ended the run and site.json was never written
+    reports = tmp_path / "reports"
+    declared = dict(DEAD, dlrack_hw=GOOD, dlrack_external_archive="nfs://archive/raw")
+    rc, out, dummy = _play(tmp_path, "site.yml", {"good-01": declared, "good-02": dict(declared)},
+                           "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert set(json.loads((reports / "site.json").read_text())["hosts"]) == {"good-01", "good-02"}
+    assert "provisioned: none" in out
+    for host in ("good-01", "good-02"):
+        assert "%s was not provisioned: unreachable: " % host in out
