@@ -13,6 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console_line
 
 _SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
@@ -41,7 +42,7 @@ class ActionModule(ActionBase):
             item = (hostvars.get(host) or {}).get(args["results_var"])
             inputs[host] = _plain(item) if isinstance(item, dict) else {}
         doc = evaluate(inputs, args["fail_on"], skipped=dict.fromkeys(set(args["skip_hosts"]) & set(inputs), args["skip_reason"]))
-        lines = summary_lines(doc)
+        lines = [console_line(line) for line in summary_lines(doc)]   # host names, node strings: escaped
         if args.get("report_dir"):
             try:
                 result["report_paths"] = write_reports(args["report_dir"], doc, args["report_prefix"])
