@@ -244,17 +244,17 @@ def verdict_host(failed, play_hosts=None, avoid=()):
     """[the first failing host still in the play] or []: the verdict play runs there and fails
     once. ``play_hosts`` (ansible_play_hosts) leaves out hosts that became unreachable while
     gathering; None when unknown (every failing host qualifies). Hosts in ``avoid`` (whose facts
-    tried to set protected variables: the play's conditions read that host's variables) come
-    last."""
+    tried to set protected variables, such as __dlrack_verdict_deferred: the verdict play's
+    condition reads that host's variables) are passed over."""
     in_play = set(play_hosts) if isinstance(play_hosts, (list, tuple, set)) else None
     hosts = [h for h in failed if in_play is None or h in in_play]
     # The play's `hosts:` is a host pattern: a name with a space, comma, colon, line feed or a
     # pattern character would match nothing (or other hosts) and the verdict would never fail.
-    # Such a name is passed over; when every failing host has one, the verdict fails on localhost.
-    safe = [h for h in hosts if isinstance(h, str) and _PATTERN_SAFE.match(h)]
-    if hosts and not safe:
+    # Such a name is passed over; when no failing host qualifies, the verdict fails on localhost.
+    fit = [h for h in hosts if isinstance(h, str) and _PATTERN_SAFE.match(h) and h not in avoid]
+    if hosts and not fit:
         return ["localhost"]
-    return sorted(safe, key=lambda h: h in avoid)[:1]
+    return fit[:1]
 
 
 _PATTERN_SAFE = re.compile(r"\A[\w.@-]+\Z")

@@ -284,3 +284,18 @@ def test_the_console_shows_control_characters_escaped(tmp_path):
     assert "dlrack_external_archive holds a control character (nfs://x\\x1b[2J)" in summary
     # and the verdict fails although the host's name is no host pattern (it fails on localhost)
     assert "pre-flight failed for 1 host(s)" in run.stdout
+
+
+def test_a_failing_hosts_facts_cannot_skip_the_verdict(tmp_path):
+    """18.2: the only failing host's node answered setup with __dlrack_verdict_deferred: true (what
+    site.yml sets to give the verdict after provisioning): the verdict play, whose condition reads
+    its host's variables, runs elsewhere and the run still fails."""
+    evil = Node(tmp_path, "evil")
+    evil.answer(copy.deepcopy(GATHERED), __dlrack_verdict_deferred=True)
+    bad = copy.deepcopy(GOOD)
+    bad["memory"]["total_mb"] = 262144
+    inv = inventory(tmp_path, {"evil": node_vars(evil, dlrack_hw=bad), "fine": {"dlrack_hw": GOOD}})
+    assert adhoc_setup(tmp_path, inv / "hosts.yml").returncode != 3
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % (tmp_path / "reports"))
+    assert run.returncode == 2, run.stdout
+    assert "pre-flight failed for 1 host(s)" in run.stdout

@@ -63,6 +63,7 @@ def test_only_protected_facts_are_untrusted():
 def test_the_verdict_host_is_a_host_pattern():
     assert verdict_host(["a", "b"]) == ["a"]
     assert verdict_host(["a", "b"], avoid={"a": ["dlrack_hw"]}) == ["b"]
+    assert verdict_host(["a"], avoid={"a": ["__dlrack_verdict_deferred"]}) == ["localhost"]
     assert verdict_host(["gpu\nPASS x", "b,c", "ok-1.rack"]) == ["ok-1.rack"]
     assert verdict_host(["gpu\nPASS x", "b:c", "x[1:2]", "!y", "h*"]) == ["localhost"]
     assert verdict_host(["a"], play_hosts=[]) == []                   # unreachable while gathering: as before
