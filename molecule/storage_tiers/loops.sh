@@ -4,10 +4,11 @@
 #   loops.sh setup    -> creates the files, attaches them, writes $DIR/loops.json and loops.env
 #   loops.sh teardown -> detaches the loops backed by $DIR/*.img and deletes the files
 # Devices: hot, cold (converge), fs (ext4 with a file), pt (GPT + partition), mnt (ext4, mounted in
-# the container by prepare), fresh1, fresh2 (check-mode vs real run on a fresh node).
+# the container by prepare), fresh1, fresh2 (check-mode vs real run on a fresh node), spare1, spare2
+# (blank; plans refused for where they would mount must leave them blank).
 set -euo pipefail
 DIR=${DLRACK_LOOP_DIR:-/var/tmp/dlrack-storage-tiers}
-NAMES="hot cold fs pt mnt fresh1 fresh2"
+NAMES="hot cold fs pt mnt fresh1 fresh2 spare1 spare2"
 teardown() {
   for f in "$DIR"/*.img; do
     [ -e "$f" ] || continue

@@ -2,12 +2,19 @@
 
 Each case runs the role through `ansible-playbook apply.yml` (json callback) with its own variables
 and asserts the exact refusal (or completion) AND that the protected data is unchanged: the BLAKE2b
-digest (b2sum) of every protected device (and the sha256 of the file on it) is taken before and compared
-after.
+digest (b2sum) of every protected device that nothing has mounted or assembled (and the sha256 of the
+file on it) is taken before and compared after. A device that is mounted, or a member of a running
+md array, is never compared byte for byte: the kernel writes to it on its own schedule (ext4 lazy
+inode-table init and superblock, the XFS log, md superblock event counts on clean/active
+transitions), so raw digests would pass or fail by timing. For those the case compares what a
+refusal must keep: where it is mounted, the filesystem (and md array) UUID and every file's name,
+mode, owner, size and content (:func:`fs_state`).
 
 usage: suite.py container LOOPS_JSON | suite.py vm-converge | suite.py vm-verify
 Environment: MOLECULE_INVENTORY_FILE, MOLECULE_PROJECT_DIRECTORY; VM: DLRACK_VM_RUN, DLRACK_VM_PORT.
 Each apply prints its wall time; DLRACK_SUITE_TRACE=DIR also keeps each apply's json (task durations).
+DLRACK_SUITE_ONLY=TEXT[|TEXT] runs only the cases whose name contains one of them (to re-run a case, or
+run new cases against old code; a case that needs an earlier one's state then fails).
 """
 import json
 import os
@@ -42,6 +49,10 @@ class Target:
 
 def apply(role_vars, check=False):
     """Run the role; returns (rc, [changed task names], failure message)."""
+    if not INVENTORY or not os.path.isfile(INVENTORY):
+        # never `-i ""`: ansible-playbook would take the working directory as the inventory and run
+        # every executable file in it as an inventory script
+        raise SystemExit("suite.py: MOLECULE_INVENTORY_FILE is %r, not the scenario's inventory file" % INVENTORY)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(role_vars, f)
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
@@ -85,6 +96,9 @@ def normalize(names):
 def case(name):
     def wrap(fn):
         def run(*a):
+            only = [o for o in os.environ.get("DLRACK_SUITE_ONLY", "").split("|") if o]
+            if only and not any(o in name for o in only):
+                return
             t0 = time.time()
             try:
                 fn(*a)
@@ -98,8 +112,20 @@ def case(name):
     return wrap
 
 
-def expect_refusal(tgt, role_vars, protected, phrases):
+def fs_state(tgt, dev, mnt):
+    """What a refusal must keep of a mounted filesystem: mount source and type, filesystem UUID, and
+    every entry below the mount point (type, mode, owner, size, name) with each file's sha256."""
+    return {"mount": tgt.sh("findmnt -rn -o SOURCE,FSTYPE -M %s" % mnt),
+            "uuid": tgt.sh("blkid -p -s UUID -o value %s" % dev),
+            "tree": tgt.sh("find %s -xdev -printf '%%y %%m %%U %%G %%s %%P\\n' | LC_ALL=C sort" % mnt),
+            "files": tgt.sh("cd %s && find . -xdev -type f -exec sha256sum {} + | LC_ALL=C sort -k2" % mnt)}
+
+
+def expect_refusal(tgt, role_vars, protected, phrases, live=None):
+    """``protected``: devices (and files) that nothing mounts, compared byte for byte. ``live``: a
+    function returning the state of what is mounted or assembled (fs_state), compared before/after."""
     before = dict((p, tgt.sha(p)) for p in protected)
+    live_before = live() if live else None
     rc, changed, msg = apply(role_vars)
     assert rc != 0, "expected a refusal, the run succeeded (changed: %s)" % changed
     for ph in phrases:
@@ -107,6 +133,9 @@ def expect_refusal(tgt, role_vars, protected, phrases):
     assert not changed, "a refused run changed tasks: %s" % changed
     after = dict((p, tgt.sha(p)) for p in protected)
     assert before == after, "protected devices changed: %s -> %s" % (before, after)
+    if live:
+        live_after = live()
+        assert live_after == live_before, "the live filesystems changed: %s -> %s" % (live_before, live_after)
 
 
 def summary():
@@ -154,12 +183,51 @@ def container(loops_json):
                        ["storage_tiers_hot_devices: %s" % L["pt"], "gpt partition table", fix % L["pt"]])
     _pt()
 
-    @case("mounted disk is refused, even when wipe is allowed")
+    def busy():   # the mounted ext4 (prepare.yml): mounted, its raw bytes move with ext4's own writes
+        return fs_state(tgt, L["mnt"], "/srv/mounted")
+
+    @case("mounted disk is refused, even when wipe is allowed; still mounted, same UUID, its file intact")
     def _mnt():
+        state = busy()
+        assert state["mount"] == "%s ext4" % L["mnt"] and "f 644 0 0 21 keep.txt" in state["tree"], state
         expect_refusal(tgt, dict(hot_only, storage_tiers_hot_devices=[L["mnt"]], storage_tiers_wipe_allowed=[L["mnt"]],
-                                 storage_tiers_safe_mode=False), [L["mnt"]],
-                       ["%s mounted at /srv/mounted" % L["mnt"], "Unmount it (and remove it from /etc/fstab) first"])
+                                 storage_tiers_safe_mode=False), [],
+                       ["%s mounted at /srv/mounted" % L["mnt"], "Unmount it (and remove it from /etc/fstab) first"],
+                       live=busy)
     _mnt()
+
+    spares = dict(base, storage_tiers_hot_devices=[L["spare1"]], storage_tiers_cold_devices=[L["spare2"]])
+
+    def still_blank():
+        got = tgt.sh("blkid -p %s %s; echo rc=$?" % (L["spare1"], L["spare2"]), check=False)
+        assert got.endswith("rc=2"), "a spare disk got a signature: %s" % got
+        assert tgt.sh("findmnt -rn -o SOURCE | grep -c -x -e %s -e %s" % (L["spare1"], L["spare2"]), check=False) == "0"
+
+    @case("tiers on /etc, on a link to /var, with an fstab line in the mount options: refused, nothing changed")
+    def _system_mounts():
+        tgt.sh("ln -sfn /var /mnt/t-link")
+        expect_refusal(tgt, dict(spares, storage_tiers_hot_mount="/etc", storage_tiers_cold_mount="/mnt/t-link",
+                                 storage_tiers_mount_options=["noatime", "nodev\n%s / ext4 defaults 0 0" % L["spare1"]]),
+                       [L["spare1"], L["spare2"], "/etc/fstab"],
+                       ['storage_tiers_hot_mount: "/etc" is a system directory; choose a dedicated path such as /data/hot',
+                        'storage_tiers_cold_mount: "/mnt/t-link" resolves to "/var" (a symbolic link), a system directory',
+                        'storage_tiers_mount_options: "nodev\\n%s / ext4 defaults 0 0" contains a line break' % L["spare1"]],
+                       live=busy)
+        still_blank()
+        assert not tgt.sh("findmnt -rn -M /etc; findmnt -rn -M /var", check=False), "something was mounted there"
+    _system_mounts()
+
+    @case("a tier where a disk is mounted now, the other tier inside it: refused, the mounted disk untouched")
+    def _busy_mounts():
+        expect_refusal(tgt, dict(spares, storage_tiers_hot_mount="/srv/mounted",
+                                 storage_tiers_cold_mount="/srv/mounted/archive"),
+                       [L["spare1"], L["spare2"], "/etc/fstab"],
+                       ['storage_tiers_hot_mount: "/srv/mounted" is the mount point of "%s" ("ext4") now' % L["mnt"],
+                        'storage_tiers_cold_mount: "/srv/mounted/archive" is inside storage_tiers_hot_mount "/srv/mounted"'],
+                       live=busy)
+        still_blank()
+        assert not tgt.sh("ls -A /srv/mounted | grep -v -x -e keep.txt -e lost+found", check=False)
+    _busy_mounts()
 
     @case("same device in both tiers is an error before anything is touched")
     def _both():

@@ -35,17 +35,43 @@ def realpaths(tgt, links):
     return sorted(tgt.sh("readlink -f %s" % " ".join(links)).split())
 
 
+ARRAYS = (("dlrack-hot", "/mnt/hot"), ("dlrack-cold", "/mnt/archive"))
+
+
+def arrays_state(s, tgt):
+    """What a refused run must leave of the live tiers: each array's md UUID, name, level and members,
+    and its filesystem (suite.fs_state: mount, UUID, every file). Not the members' raw bytes: a running
+    array and a mounted XFS write to them on their own schedule (md superblock event counts on each
+    active/clean transition, XFS log covering every fs.xfs.xfssyncd_centisecs = 30 s after a change),
+    which is what made "a former md member named explicitly is refused" pass or fail by timing."""
+    out = {}
+    for md, mnt in ARRAYS:
+        have, det = members(tgt, "/dev/md/%s" % md)
+        keep = dict(kv for kv in (l.split("=", 1) for l in det.splitlines() if "=" in l)
+                    if kv[0] in ("MD_UUID", "MD_NAME", "MD_LEVEL", "MD_DEVICES", "MD_METADATA"))
+        keep["members"] = have
+        keep.update(s.fs_state(tgt, "/dev/md/%s" % md, mnt))
+        out[md] = keep
+    return out
+
+
 def converge(s):
     tgt = target(s)
 
     @s.case("VM fresh node: check mode (auto) reports exactly the real run's changes, touches nothing; rerun changed=0")
     def _fresh():
         watch = NV + HDD
-        before = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh("cat /proc/mdstat")]
+        # Arrays: none of ours and nothing holding the disks the run will take. (Not all of /proc/mdstat:
+        # udev may assemble the former member as an inactive foreign md127 at any time, which is not
+        # the role's doing; prepare.yml stops it once.)
+        arrays = ("ls /dev/md 2>/dev/null | grep -c '^dlrack-';"
+                  " for d in $(readlink -f %s); do ls /sys/class/block/${d#/dev/}/holders; done" % " ".join(watch))
+        before = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh(arrays, check=False)]
+        assert before[-1] == "0", "arrays before the first run: %s" % before[-1]
         rc, c_check, msg = s.apply(AUTO, check=True)
         assert rc == 0, "check mode failed: %s" % msg
-        after = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh("cat /proc/mdstat")]
-        assert before == after, "check mode changed fstab/mdadm.conf/arrays"
+        after = [tgt.sha(p) for p in ["/etc/fstab", "/etc/mdadm/mdadm.conf"]] + [tgt.sh(arrays, check=False)]
+        assert before == after, "check mode changed fstab/mdadm.conf/arrays: %s -> %s" % (before, after)
         assert tgt.sh("blkid -p %s >/dev/null; echo $?" % " ".join(watch)) == "2", "check mode wrote a signature"
         rc, c_real, msg = s.apply(AUTO)
         assert rc == 0, "real run failed: %s" % msg
@@ -103,11 +129,17 @@ def verify(s):
 
     fix = "add %s to storage_tiers_wipe_allowed and set storage_tiers_safe_mode: false"
 
-    @s.case("VM: a former md member named explicitly is refused; the disk is unchanged")
+    def live():
+        return arrays_state(s, tgt)
+
+    @s.case("VM: a former md member named explicitly is refused; it is unchanged byte for byte, the live arrays "
+            "keep their md and filesystem UUIDs, members and files")
     def _old_md():
+        tgt.sh("echo archived > /mnt/archive/results/before-refusal && sync")
         s.expect_refusal(tgt, {"storage_tiers_hot_enabled": False, "storage_tiers_cold_devices": HDD[:3] + [MD_OLD]},
-                         [MD_OLD] + HDD[:3], ["storage_tiers_cold_devices: %s is a member of md array oldbox:data" % MD_OLD,
-                                              fix % MD_OLD])
+                         [MD_OLD], ["storage_tiers_cold_devices: %s is a member of md array oldbox:data" % MD_OLD,
+                                    fix % MD_OLD], live=live)
+        assert tgt.sh("cat /mnt/archive/results/before-refusal") == "archived"
     _old_md()
 
     @s.case("VM: the system disk is refused, even with wipe allowed and safe mode off")
@@ -115,7 +147,7 @@ def verify(s):
         s.expect_refusal(tgt, {"storage_tiers_cold_enabled": False, "storage_tiers_hot_devices": ["/dev/vda"],
                                "storage_tiers_wipe_allowed": ["/dev/vda"], "storage_tiers_safe_mode": False},
                          ["/etc/fstab"], ["storage_tiers_hot_devices: /dev/vda it is the system disk",
-                                          "The system disk is never used"])
+                                          "The system disk is never used"], live=live)
     _system()
 
     @s.case("VM: an NVMe with a filesystem and a file, and a GPT disk, named explicitly, are refused; data intact")
@@ -123,7 +155,7 @@ def verify(s):
         s.expect_refusal(tgt, {"storage_tiers_hot_devices": NV + [NV_OLD], "storage_tiers_cold_devices": HDD[:3] + [PT]},
                          [NV_OLD, PT], ["storage_tiers_hot_devices: %s carries a ext4 filesystem labelled olddata" % NV_OLD,
                                         "storage_tiers_cold_devices: %s has partitions" % PT,
-                                        "has a gpt partition table", fix % PT])
+                                        "has a gpt partition table", fix % PT], live=live)
         protected_intact()
     _fs_pt()
 
@@ -131,7 +163,7 @@ def verify(s):
     def _both():
         s.expect_refusal(tgt, {"storage_tiers_hot_devices": NV, "storage_tiers_cold_devices": [NV[0]],
                                "storage_tiers_cold_level": "single"}, [],
-                         ["%s is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices" % NV[0]])
+                         ["%s is listed in both storage_tiers_hot_devices and storage_tiers_cold_devices" % NV[0]], live=live)
     _both()
 
     @s.case("VM: interrupted run (array created, no filesystem yet, array stopped) is assembled and completed")
@@ -153,7 +185,8 @@ def verify(s):
 
     @s.case("VM: reboot with the disks attached in reverse order: both tiers mount again, rerun changed=0")
     def _reboot():
-        names_before = tgt.sh("readlink -f %s %s" % (NV[0], HDD[0]))
+        every = NV + [NV_OLD] + HDD + [MD_OLD, PT]
+        names_before = tgt.sh("readlink -f %s" % " ".join(every)).split()
         # Boot the guest's own initramfs (the role regenerated it with the ARRAY lines), not the
         # one cached when the base image was built.
         kver = tgt.sh("uname -r")
@@ -163,8 +196,10 @@ def verify(s):
         subprocess.run([os.path.join(SCRIPTS, "stop.sh"), RUN, PORT], check=True)
         subprocess.run([os.path.join(SCRIPTS, "start.sh"), RUN, PORT, "reverse"], check=True)
         tgt.sh("systemctl is-system-running --wait || true")
-        names_after = tgt.sh("readlink -f %s %s" % (NV[0], HDD[0]))
-        assert names_before != names_after, "the reverse attach order did not change device names: %s" % names_after
+        names_after = tgt.sh("readlink -f %s" % " ".join(every)).split()
+        # Any one disk's new name depends on probe order (nvme and SCSI probe asynchronously); that
+        # some moved is what the case needs, so every disk is compared, not the first of each kind.
+        assert names_before != names_after, "the reverse attach order changed no device name: %s" % names_after
         # (`findmnt /mnt/hot /mnt/archive` would mean source /mnt/hot on target /mnt/archive: never true)
         for dummy in range(40):
             if tgt.sh("(findmnt -rn -M /mnt/hot; findmnt -rn -M /mnt/archive) | wc -l") == "2":

@@ -673,9 +673,9 @@ def test_real_options_and_dedicated_paths_still_plan():
                                "(e.g. /data/hot and /data/archive)"),
     ("/data", "/data/archive", "cold", '"/data/archive" is inside storage_tiers_hot_mount "/data"; the tiers\' mount '
                                        "points must not contain each other (e.g. /data/hot and /data/archive)"),
-    ("/data/archive/hot", "/data/archive", "hot", '"/data/archive/hot" is inside storage_tiers_cold_mount "/data/archive"; '
-                                                   "the tiers' mount points must not contain each other (e.g. /data/hot "
-                                                   "and /data/archive)"),
+    ("/data/archive/hot", "/data/archive", "hot",
+     '"/data/archive/hot" is inside storage_tiers_cold_mount "/data/archive"; the tiers\' mount points must not contain '
+     "each other (e.g. /data/hot and /data/archive)"),
 ])
 def test_the_tiers_never_share_or_nest_their_mount_points(hot, cold, option, why):
     msgs = refused(node(1, 1), hot_devices=["NV00"], cold_devices=["HD00"], cold_level="single", hot_mount=hot,
@@ -700,8 +700,8 @@ MOUNTS = [{"target": "/", "source": "/dev/vda1", "fstype": "ext4"},
           {"target": "/mnt/hot", "source": "/dev/md127", "fstype": "xfs"}]
 
 
-def view(mounts=MOUNTS, **real):
-    return {"mounts": mounts, "mounts_error": None, "realpath": real}
+def view(mounts=None, **real):
+    return {"mounts": MOUNTS if mounts is None else mounts, "mounts_error": None, "realpath": real}
 
 
 def test_where_something_else_is_mounted_now_is_refused():
