@@ -23,7 +23,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import conso
 
 FACT = "dlrack_hw_gathered"
 # What a module result carries beside its facts that Ansible or this action may keep.
-_KEPT = frozenset(("changed", "failed", "msg", "dlrack_hw", "ansible_facts", "warnings", "deprecations",
+_KEPT = frozenset(("changed", "failed", "msg", "dlrack_hw", "ansible_facts", "warnings", "deprecations", "command_failures",
                    "invocation", "_ansible_parsed", "_ansible_no_log", "skipped", "exception", "module_stdout",
                    "module_stderr", "rc", "stdout", "stderr", "stdout_lines", "stderr_lines"))
 MAX_MESSAGE = 2000   # characters of a node's failure message or warning shown on the console
@@ -55,6 +55,11 @@ def sanitize(raw):
         for key in ("module_stdout", "module_stderr", "rc", "exception"):
             if key in raw:
                 out[key] = _short(raw[key]) if isinstance(raw[key], str) else raw[key]
+        # a command past its limit: the names and limits (console text), and what was read (data)
+        if isinstance(raw.get("command_failures"), list):
+            out["command_failures"] = [_short(c) for c in raw["command_failures"][:MAX_WARNINGS]]
+        if isinstance(raw.get("dlrack_hw"), dict):
+            out["dlrack_hw"] = raw["dlrack_hw"]
         return out
     doc = facts.get(FACT)
     if not isinstance(doc, dict):

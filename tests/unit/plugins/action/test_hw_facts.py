@@ -37,3 +37,11 @@ def test_what_the_console_shows_is_escaped_and_bounded():
     assert "\x1b" not in out["msg"] and "\\x1b]52" in out["msg"] and "\\r\\nPASS" in out["msg"]
     assert len(out["msg"]) < 2100 and "ansible_facts" not in out
     assert len(out["warnings"]) == 20 and out["warnings"][0] == "w\\x1b[2J"
+
+
+def test_a_command_past_its_limit_keeps_its_names_and_the_partial_document():
+    """hw_facts fails the host naming the command and the limit (issue 18.3): kept, escaped."""
+    out = sanitize({"failed": True, "msg": "nvidia-smi -q -x: killed after 60 s", "dlrack_hw": DOC,
+                    "command_failures": ["nvidia-smi -q -x: killed after 60 s\x1b[2J"]})
+    assert out["failed"] and out["dlrack_hw"] is DOC and "ansible_facts" not in out and out["warnings"] == []
+    assert out["command_failures"] == ["nvidia-smi -q -x: killed after 60 s\\x1b[2J"]
