@@ -62,8 +62,13 @@ def _settings_error(messages):
                              % (text, ". Check " + ", ".join(named) if named else ""))
 
 
-def _validated_args(task_args):
-    validation = ArgumentSpecValidator(_SPEC).validate(task_args)
+# fail_on as Ansible templated it may be the first host's own (bad) value, which is that host's
+# finding: the run's value is checked once it is settled (ActionModule._settings).
+_SPEC_ANY_FAIL_ON = dict(_SPEC, fail_on={"type": "str", "default": "error"})
+
+
+def _validated_args(task_args, any_fail_on=False):
+    validation = ArgumentSpecValidator(_SPEC_ANY_FAIL_ON if any_fail_on else _SPEC).validate(task_args)
     if validation.error_messages:
         raise _settings_error(validation.error_messages)
     args = validation.validated_parameters
@@ -161,7 +166,8 @@ class ActionModule(ActionBase):
         so its own dlrack_fail_on, or a fact its node returned, would decide for the whole fleet.
         - fail_on: a host's own preflight_fail_on/dlrack_fail_on (its inventory, extra vars) is
           that host's; the others get the option's value, taken without the first host's own
-          (see _host_free) when that host has one. Returns {host: own fail_on}.
+          (see _host_free) when that host has one. Returns {host: own fail_on}; a host's own value
+          that is no level is its error finding (self._bad_fail_on).
         - report_dir, junit_warnings: the hosts' own variables must not disagree, else SettingsError;
           when the first host's facts set one, the value is taken without them.
         Changes ``args`` in place."""
@@ -171,7 +177,8 @@ class ActionModule(ActionBase):
         first_untrusted = set(untrusted.get(first, ()))
         if any(first_vars.get(v) is not None or v in first_untrusted for v in FAIL_ON_VARS):
             args["fail_on"] = self._host_free("fail_on", args["fail_on"], first)
-        own = host_fail_on(variables, untrusted, hosts, args["fail_on"])
+        args["fail_on"] = _validated_args({"hosts": [], "fail_on": args["fail_on"]})["fail_on"]   # the run's: a level
+        own, self._bad_fail_on = host_fail_on(variables, untrusted, hosts, args["fail_on"])
         for option in RUN_WIDE_VARS:
             if args.get(option) is None:
                 continue
@@ -221,7 +228,7 @@ class ActionModule(ActionBase):
         # what the fork inherited leaves it only this task's own objects to look at (2,000 hosts:
         # evaluation 0.30 -> 0.11 s CPU). The worker ends with the task.
         gc.freeze()
-        args = _validated_args(self._task.args)
+        args = _validated_args(self._task.args, any_fail_on=True)
         hostvars = task_vars.get("hostvars", {})
         with _empty_facts_shortcut():
             variables = dict((h, host_variables(hostvars, h)) for h in args["hosts"])
@@ -249,6 +256,8 @@ class ActionModule(ActionBase):
             if gather:
                 gather_hosts.append(host)
             found = host_notes(host, variables[host], untrusted.get(host, ()))
+            if host in self._bad_fail_on:
+                found.append(self._bad_fail_on[host])
             if found:
                 notes[host] = found
         if args["select_first"]:

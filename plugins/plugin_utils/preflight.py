@@ -288,19 +288,22 @@ def _own(values, names, untrusted):
 
 
 def host_fail_on(variables, untrusted, hosts, fail_on):
-    """{host: its own fail_on} for the hosts whose own variables (inventory, extra vars) set
-    preflight_fail_on or dlrack_fail_on to something other than ``fail_on``; raises SettingsError
-    for a value that is not error, warning or never (naming the host and the variable)."""
-    own = {}
+    """({host: its own fail_on}, {host: note}) for the hosts whose own variables (inventory, extra
+    vars) set preflight_fail_on or dlrack_fail_on: the first mapping holds those that differ from
+    ``fail_on``, the second an inventory.schema error note (see host_notes) for a value that is not
+    error, warning or never - that host is judged per ``fail_on`` and fails on the note."""
+    own, bad = {}, {}
     for host in hosts:
         name, value = _own(variables[host], FAIL_ON_VARS, untrusted.get(host, ()))
         if name is None:
             continue
-        if value not in _FAILING:
-            raise SettingsError("host %s: %s=%s is not one of error, warning, never" % (host, name, value))
-        if value != fail_on:
+        if not isinstance(value, str) or value not in _FAILING:
+            bad[host] = ("inventory.schema", "error",
+                         "host %s: %s is %s, not one of error, warning, never" % (host, name, _short(value)),
+                         "set %s of %s to error, warning or never" % (name, host))
+        elif value != fail_on:
             own[host] = value
-    return own
+    return own, bad
 
 
 def own_values(variables, untrusted, hosts, option):
@@ -380,7 +383,7 @@ def host_notes(host, values, untrusted=()):
 
 
 def _short(value, limit=120):
-    text = json.dumps(value, sort_keys=True, default=str)
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -299,3 +299,20 @@ def test_a_failing_hosts_facts_cannot_skip_the_verdict(tmp_path):
     run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % (tmp_path / "reports"))
     assert run.returncode == 2, run.stdout
     assert "pre-flight failed for 1 host(s)" in run.stdout
+
+
+def test_a_bad_own_fail_on_is_that_hosts_error_wherever_it_stands(tmp_path):
+    """18.2: a host's own dlrack_fail_on that is no level is that host's error finding, first in
+    the inventory or not (the first host's used to stop the whole run); a bad run-wide one (extra
+    vars) still stops the run naming the variable."""
+    reports = tmp_path / "reports"
+    inv = declared_fleet(tmp_path, first_vars={"dlrack_fail_on": "sometimes"})
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    first = json.loads((reports / "report.json").read_text())["hosts"]["a-first"]
+    assert [f["message"] for f in first["findings"] if f["rule"] == "inventory.schema" and f["severity"] == "error"] == [
+        'host a-first: dlrack_fail_on is "sometimes", not one of error, warning, never']
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "dlrack_fail_on=sometimes")
+    assert run.returncode == 2 and "bad run-wide setting, nothing was validated" in run.stdout, run.stdout
+    assert "fail_on (variable dlrack_fail_on)" in run.stdout

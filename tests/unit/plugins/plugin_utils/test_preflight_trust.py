@@ -4,10 +4,8 @@ the verdict play gets a host name that is a host pattern, console lines are esca
 gathered document nobody measured or two conflicting workloads are named."""
 import copy
 
-import pytest
-
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (
-    SettingsError, collect_host_inputs, failed_hosts, host_fail_on, host_notes, own_values, run_preflight,
+    collect_host_inputs, failed_hosts, host_fail_on, host_notes, own_values, run_preflight,
     run_wide_conflict, untrusted_facts, verdict_host, verdict_message)
 
 from hwdocs import GATHERED, GOOD  # noqa: E402
@@ -16,8 +14,8 @@ from hwdocs import GATHERED, GOOD  # noqa: E402
 def test_a_hosts_own_fail_on_is_its_own():
     variables = {"a": {"dlrack_fail_on": "never"}, "b": {}, "c": {"preflight_fail_on": "warning", "dlrack_fail_on": "never"},
                  "d": {"dlrack_fail_on": "error"}}
-    own = host_fail_on(variables, {}, sorted(variables), "error")
-    assert own == {"a": "never", "c": "warning"}                      # d says what the run says
+    own, bad = host_fail_on(variables, {}, sorted(variables), "error")
+    assert own == {"a": "never", "c": "warning"} and bad == {}        # d says what the run says
     results = {h: {"status": "fail"} for h in variables}
     results["c"] = {"status": "warn"}
     assert failed_hosts(results, "error", own) == ["b", "c", "d"]
@@ -26,12 +24,15 @@ def test_a_hosts_own_fail_on_is_its_own():
 
 def test_a_fail_on_that_a_fact_set_is_not_the_hosts():
     variables = {"a": {"dlrack_fail_on": "never"}}
-    assert host_fail_on(variables, {"a": ["dlrack_fail_on"]}, ["a"], "error") == {}
+    assert host_fail_on(variables, {"a": ["dlrack_fail_on"]}, ["a"], "error") == ({}, {})
 
 
-def test_a_bad_own_fail_on_names_the_host_and_variable():
-    with pytest.raises(SettingsError, match="host b: preflight_fail_on=sometimes is not one of error, warning, never"):
-        host_fail_on({"a": {}, "b": {"preflight_fail_on": "sometimes"}}, {}, ["a", "b"], "error")
+def test_a_bad_own_fail_on_is_that_hosts_error_naming_the_variable():
+    own, bad = host_fail_on({"a": {}, "b": {"preflight_fail_on": "sometimes"}}, {}, ["a", "b"], "error")
+    assert own == {} and list(bad) == ["b"]
+    rule, severity, message, _remedy = bad["b"]
+    assert (rule, severity) == ("inventory.schema", "error")
+    assert message == 'host b: preflight_fail_on is "sometimes", not one of error, warning, never'
 
 
 def test_run_wide_settings_must_read_one_way():
