@@ -168,6 +168,8 @@ class ActionModule(ActionBase):
           that host's; the others get the option's value, taken without the first host's own
           (see _host_free) when that host has one. Returns {host: own fail_on}; a host's own value
           that is no level is its error finding (self._bad_fail_on).
+        - gather, use_fact_cache: a host's own dlrack_gather/dlrack_use_fact_cache is applied to
+          that host (read_host); the run's value is taken without the first host's own.
         - report_dir, junit_warnings: the hosts' own variables must not disagree, else SettingsError;
           when the first host's facts set one, the value is taken without them.
         Changes ``args`` in place."""
@@ -178,6 +180,12 @@ class ActionModule(ActionBase):
         if any(first_vars.get(v) is not None or v in first_untrusted for v in FAIL_ON_VARS):
             args["fail_on"] = self._host_free("fail_on", args["fail_on"], first)
         args["fail_on"] = _validated_args({"hosts": [], "fail_on": args["fail_on"]})["fail_on"]   # the run's: a level
+        # dlrack_gather / dlrack_use_fact_cache are per host too (read_host applies a host's own):
+        # the first host's own value must not become the run's, which would gather every host
+        for option, names in (("gather", ("preflight_gather", "dlrack_gather")),
+                              ("use_fact_cache", ("preflight_use_fact_cache", "dlrack_use_fact_cache"))):
+            if any(first_vars.get(v) is not None or v in first_untrusted for v in names):
+                args[option] = self._host_free(option, args[option], first)
         own, self._bad_fail_on = host_fail_on(variables, untrusted, hosts, args["fail_on"])
         for option in RUN_WIDE_VARS:
             if args.get(option) is None:

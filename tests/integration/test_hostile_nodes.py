@@ -316,3 +316,19 @@ def test_a_bad_own_fail_on_is_that_hosts_error_wherever_it_stands(tmp_path):
                    "dlrack_fail_on=sometimes")
     assert run.returncode == 2 and "bad run-wide setting, nothing was validated" in run.stdout, run.stdout
     assert "fail_on (variable dlrack_fail_on)" in run.stdout
+
+
+def test_the_first_hosts_own_dlrack_gather_gathers_that_host_only(tmp_path):
+    """18.2: dlrack_gather: true in the first host's own variables gathers that host, not every
+    declared host of the fleet (the others here would fail to answer: their interpreter is gone)."""
+    node = Node(tmp_path)
+    node.answer(copy.deepcopy(GATHERED))
+    gone = {"ansible_connection": "local", "ansible_python_interpreter": str(tmp_path / "no-such-python")}
+    inv = declared_fleet(tmp_path, first_vars=node_vars(node, dlrack_gather=True), other_vars=gone)
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    doc = json.loads((reports / "report.json").read_text())
+    rules = {h: sorted(set(f["rule"] for f in r["findings"])) for h, r in doc["hosts"].items()}
+    assert "inventory.matches_declared" in rules["a-first"], run.stdout        # gathered and compared
+    assert "host.gathered" not in rules["b-bad"] and "host.gathered" not in rules["c-good"], run.stdout
+    assert doc["hosts"]["c-good"]["status"] == "pass"
