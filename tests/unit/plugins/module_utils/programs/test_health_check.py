@@ -135,7 +135,9 @@ def test_runtime_as_slurmd_runs_it(tmp_path, host):
     os.chmod(str(tmp_path / "scontrol"), 0o755)
     cfg = tmp_path / "hc.json"
     cfg.write_text(json.dumps(conf))
-    prog = "import sys; sys.path.insert(0, %r)\nfrom ansible_collections.dlrack.node.plugins.module_utils.programs.health_check import main\nsys.exit(main())" % COLLECTIONS
+    prog = ("import sys; sys.path.insert(0, %r)\n"
+            "from ansible_collections.dlrack.node.plugins.module_utils.programs.health_check import main\n"
+            "sys.exit(main())" % COLLECTIONS)
     timings = {}
     for mode in ("--dry-run", None):
         argv = [sys.executable, "-I", "-S", "-c", prog, "--config", str(cfg)] + ([mode] if mode else [])
