@@ -23,6 +23,11 @@ description:
     NVLink links per GPU (0 when nvidia-smi says the GPU has none or all are inactive). A single
     GPU has no peer to link to, and NVLink queries are refused in MIG mode, so there the call is
     skipped and C(nvlink_active) stays null.
+  - AMD Instinct and Hygon DCU GPUs (PCI vendor 0x1002, 0x1d94) are read through the same vendor seam
+    from amdgpu sysfs alone (VRAM, FRU name, RAS ECC state and counters, XGMI links from the KFD
+    topology, render node) and completed from C(amd-smi static --json) and C(amd-smi metric --json), else
+    C(rocm-smi --json) or C(hy-smi --json), when installed, under the same time and output limits.
+    Their entries carry C(vendor) and C(interconnect) (C(kind=xgmi), C(links_active)); see docs/dlrack_hw.md.
   - Never fails for a missing GPU, driver, dmidecode or EDAC, for running unprivileged, or for
     garbage in sysfs or procfs; those fields are null and anything that was tried and failed is
     listed in C(dlrack_hw.errors), including files that exist but cannot be read (permission
