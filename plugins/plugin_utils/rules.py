@@ -523,6 +523,10 @@ def _check_ram(ctx):
     if not gpus:
         ctx.skip("memory.exceeds_vram", "no GPUs")
         return
+    if all((g.get("_spec") or {}).get("unified_memory") for g in gpus):
+        ctx.skip("memory.exceeds_vram", "the GPUs are APUs (%s): CPU and GPU share the same HBM, so system RAM "
+                 "is not separate from GPU memory" % gpus[0].get("model"))
+        return
     mems = [g.get("memory_mb") for g in gpus]
     vram = None if None in mems else sum(mems)
     if ram is None or vram is None:

@@ -387,6 +387,7 @@ def _amd_entry_schema(entry):
     assert entry["xgmi_kind"] in ("oam", "bridge") and entry["form_factor"] in ("oam", "pcie")
     assert entry["power_w"] is None or _num(entry["power_w"], 100, 2000)
     assert entry["pcie_gen"] is None or _num(entry["pcie_gen"], 4, 6)
+    assert entry.get("unified_memory", False) is (entry["model"] == "Instinct MI300A")
 
 
 @pytest.mark.parametrize("name,model,mb,links,gcds", [

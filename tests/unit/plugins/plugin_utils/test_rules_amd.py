@@ -145,3 +145,11 @@ def test_pci_ids_name_of_an_amd_gpu_without_driver():
     g["pci_name"] = "Aldebaran/MI200 [Instinct MI250X/MI250]"      # one device id, two products: no guess
     res = evaluate_host("n", node([g], 4 << 20))
     assert res["hw"]["gpus"][0]["model"] is None
+
+
+def test_mi300a_apu_shares_its_hbm_so_ram_versus_vram_does_not_apply():
+    apus = [amd(i, "AMD Instinct MI300A", 131072, 3) for i in range(4)]
+    out, res = _verdicts(node(apus, 4 * 131072))
+    assert out["memory.exceeds_vram"] == "skip"
+    f = [x for x in res["findings"] if x["rule"] == "memory.exceeds_vram"][0]
+    assert "share the same HBM" in f["message"]
