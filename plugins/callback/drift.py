@@ -32,10 +32,11 @@ author: dlrack.node contributors (@dlrack)
 
 import json
 import os
-import tempfile
 
 from ansible.plugins.callback import CallbackBase
 from ansible.template import Templar
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import atomic_write
 
 
 class CallbackModule(CallbackBase):
@@ -70,12 +71,9 @@ class CallbackModule(CallbackBase):
         self._flush()
 
     def _flush(self):
-        d = os.path.dirname(self._path)
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".drift-", dir=d)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(self._records, fh, indent=1, sort_keys=True, default=str)
-        os.replace(tmp, self._path)
+        # the reports' own atomic write: no temporary file is left by an interrupted run, and the
+        # directory's lock never follows a symbolic link
+        atomic_write(self._path, json.dumps(self._records, indent=1, sort_keys=True, default=str))
 
     def _host(self, name):
         return self._records.setdefault(name, {"changes": [], "failures": [], "unreachable": False})
