@@ -164,13 +164,16 @@ def test_installed_drift_writes_its_report_without_configuration(installed):
     assert d["failures"][0]["task"] == "Gather hardware facts" and "127.0.0.2" in d["failures"][0]["msg"]
     for ext in ("xml", "html"):
         assert os.path.getsize(os.path.join(reports, "drift." + ext)) > 0
-    # With the callback enabled as well (the repository's ansible.cfg does), the records are made once.
+    # With the callback enabled as well (the repository's ansible.cfg does) the run records the same
+    # (the adjacent copy then stays inactive: tests/unit/plugins/callback/test_drift_adjacent.py).
     env = dict(installed["env"], ANSIBLE_CALLBACKS_ENABLED="dlrack.node.drift")
     proc = _run(["ansible-playbook", "dlrack.node.drift", "--check", "--diff", "-i", inv, "-e", "dlrack_report_dir=" + reports],
                 cwd=installed["user"], env=env)
     assert proc.returncode == 2, proc.stdout[-4000:]
     with open(os.path.join(reports, "drift-records.json")) as fh:
         assert len(json.load(fh)["dead-1"]["failures"]) == 1
+    with open(os.path.join(reports, "drift.json")) as fh:
+        assert json.load(fh)["drift"]["dead-1"]["status"] == "error"
 
 
 def test_installed_ecc_monitor_in_a_play_without_facts(installed):
