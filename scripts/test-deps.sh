@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=(podman runc debootstrap xfsprogs e2fsprogs util-linux fdisk mdadm numactl
            qemu-system-x86 qemu-utils linux-image-amd64 openssh-client ca-certificates
-           chromium shellcheck)  # chromium renders the HTML report (test_report_browser.py);
+           chromium shellcheck fio)  # fio: tests/unit/.../acceptance capture real fio runs;
+                                 # chromium renders the HTML report (test_report_browser.py);
                                  # the shellcheck tool is for ansible-test sanity (make sanity)
 missing=()
 for p in "${need_pkgs[@]}"; do

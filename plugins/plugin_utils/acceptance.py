@@ -8,7 +8,12 @@ Every measurement is {name, target, value, unit, expected, verdict, reason, deta
 is the minimum the value must reach (same unit), or null when there is nothing to compare with.
 Verdicts: ``pass``; ``warning`` (within ``tolerance`` below expected, or measured under conditions
 that make the figure doubtful); ``error`` (further below, or the measurement failed); ``skip`` (not
-measured, with the reason). A host's status is its worst verdict (all skips: ``skip``).
+measured by choice, with the reason: a measurement disabled, a tier path left empty, a node declared
+without GPUs, check mode); ``incomplete`` (a tier or GPU figure that should have been measured was
+not: fio missing, the tier not mounted, no GPU driver where GPUs are expected), with the reason and
+the fix. A host's status is its worst verdict in the order skip < pass < warning < incomplete < error
+(all skips: ``skip``): a gate never passes hardware it did not measure, so ``incomplete`` fails the
+run under fail_on ``error`` and ``warning`` (``never`` fails nothing).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -20,8 +25,8 @@ from xml.sax.saxutils import escape
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
 
-VERDICTS = ("pass", "warning", "error", "skip")
-_RANK = {"skip": 0, "pass": 1, "warning": 2, "error": 3}
+VERDICTS = ("pass", "warning", "error", "skip", "incomplete")
+_RANK = {"skip": 0, "pass": 1, "warning": 2, "incomplete": 3, "error": 4}
 
 # PCIe per-lane transfer rate (GT/s) and line-code efficiency by generation: 8b/10b up to Gen2,
 # 128b/130b for Gen3-5, FLIT mode (242/256 payload) for Gen6.
@@ -41,7 +46,9 @@ DEFAULT_THRESHOLDS = {
     "memory_node_ratio": 0.8,        # every NUMA node within 80% of the best node
     "memory_min_gbps": 0.0,          # optional absolute floor per node (0 = none)
     "require_persistence": True,
+    "expect_gpus": True,             # False: the node is declared without GPUs (dlrack_hw.gpus: [])
 }
+_BOOL_THRESHOLDS = ("require_persistence", "expect_gpus")
 
 
 class AcceptanceError(ValueError):
@@ -85,7 +92,7 @@ def thresholds_for(raw_thresholds):
     for key, value in (raw_thresholds or {}).items():
         if key not in DEFAULT_THRESHOLDS:
             raise AcceptanceError("unknown acceptance threshold %r (known: %s)" % (key, ", ".join(sorted(DEFAULT_THRESHOLDS))))
-        if key == "require_persistence":
+        if key in _BOOL_THRESHOLDS:
             out[key] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
             continue
         try:
@@ -136,12 +143,21 @@ def _median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
 
 
-def judge_gpu(gpu, th):
+GPU_UNMEASURED_FIX = ("the GPU figures were not measured: install the GPU driver (libcuda.so.1 / libamdhip64), "
+                      "or set acceptance_gpu: false (or declare dlrack_hw.gpus: []) for a node without GPUs")
+
+
+def judge_gpu(gpu, th, check_mode=False):
     names = ("gpu.h2d_bandwidth", "gpu.d2h_bandwidth")
     status = (gpu or {}).get("status", "skip")
     if status != "ok":
         verdict = "error" if status == "error" else "skip"
         reason = (gpu or {}).get("reason") or "not measured"
+        if verdict == "skip" and not check_mode and not (gpu or {}).get("opted_out"):
+            if th["expect_gpus"]:
+                verdict, reason = "incomplete", "%s; %s" % (reason, GPU_UNMEASURED_FIX)
+            else:
+                reason = "%s; the node is declared without GPUs (dlrack_hw.gpus: [])" % reason
         return [_m(n, verdict, reason) for n in names + ("gpu.p2p_bandwidth",)]
     out = []
     for dev in gpu.get("devices") or []:
@@ -234,7 +250,7 @@ def judge_dcgm(dcgm):
 
 # ------------------------------------------------------------------------------------ storage
 
-def judge_storage(storage, gpus, th):
+def judge_storage(storage, gpus, th, check_mode=False):
     out = []
     n = int(th["gpu_count"]) or max(1, gpus or 0)
     for tier in ("hot", "cold"):
@@ -244,9 +260,14 @@ def judge_storage(storage, gpus, th):
             target = t.get("path") or None
             if t.get("status") != "ok":
                 reason = t.get("reason") or "not measured"
+                verdict = "error" if t.get("status") == "error" else "skip"
                 if not t.get("path") and t.get("status") == "skip":
                     reason = "acceptance_%s_path is empty: the %s tier is not measured" % (tier, tier)
-                out.append(_m(name, "error" if t.get("status") == "error" else "skip", reason, target))
+                elif verdict == "skip" and not check_mode:
+                    verdict = "incomplete"
+                    reason = "%s; the %s tier was not measured: fix that, or set acceptance_%s_path: '' for a node without a %s tier" % (
+                        reason, tier, tier, tier)
+                out.append(_m(name, verdict, reason, target))
                 continue
             fig = t.get(rw) or {}
             value = _r(fig["bytes_per_s"] / 1e9)
@@ -303,8 +324,9 @@ def judge_host(raw, thresholds=None):
     if not isinstance(raw, dict):
         ms = [_m("host.measured", "error", "no measurements: the host failed or was unreachable before measuring")]
         return "error", ms
-    ms = judge_gpu(raw.get("gpu"), th) + judge_health(raw.get("health"), th) + judge_dcgm(raw.get("dcgm"))
-    ms += judge_storage(raw.get("storage"), raw.get("gpu_count"), th) + judge_memory(raw.get("memory"), th)
+    check = bool(raw.get("check_mode"))
+    ms = judge_gpu(raw.get("gpu"), th, check) + judge_health(raw.get("health"), th) + judge_dcgm(raw.get("dcgm"))
+    ms += judge_storage(raw.get("storage"), raw.get("gpu_count"), th, check) + judge_memory(raw.get("memory"), th)
     return host_status(ms), ms
 
 
@@ -314,7 +336,7 @@ def host_status(measurements):
 
 
 def failed_hosts(hosts, fail_on):
-    bad = {"error": ("error",), "warning": ("error", "warning"), "never": ()}[fail_on]
+    bad = {"error": ("error", "incomplete"), "warning": ("error", "incomplete", "warning"), "never": ()}[fail_on]
     return sorted(h for h, r in hosts.items() if r["status"] in bad)
 
 
@@ -349,8 +371,9 @@ def evaluate(inputs, fail_on="error", skipped=None):
 
 def summary_lines(doc):
     s = doc["summary"]
-    out = ["dlrack.node acceptance: %d host(s): %d pass, %d warning, %d error, %d skip"
-           % (s["hosts"], s["pass"], s["warning"], s["error"], s["skip"])]
+    out = ["dlrack.node acceptance: %d host(s): %d pass, %d warning, %d error, %d skip%s"
+           % (s["hosts"], s["pass"], s["warning"], s["error"], s["skip"],
+              ", %d incomplete (not everything was measured)" % s["incomplete"] if s.get("incomplete") else "")]
     for host, r in sorted(doc["hosts"].items()):
         out.append("%-7s %s%s" % (r["status"].upper(), host, " (check mode: nothing measured)" if r.get("check_mode") else ""))
         for m in r["measurements"]:
@@ -364,31 +387,33 @@ def summary_lines(doc):
 # atomic write of the three files as one set; only the acceptance-specific layout is here.
 
 def build_junit(doc):
-    """One testsuite per host, one testcase per measurement: error -> failure, skip -> skipped,
+    """One testsuite per host, one testcase per measurement: error -> failure, incomplete -> failure
+    of type ``incomplete`` (a gate that did not measure must not look green), skip -> skipped,
     warning -> passed with the reason in system-out (JUnit has no warning state)."""
     suites = []
     for host, r in sorted(doc["hosts"].items()):
         cases = []
         for m in r["measurements"]:
             name = m["name"] + (" [%s]" % m["target"] if m["target"] else "")
-            result = {"error": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
+            result = {"error": "failure", "incomplete": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
             text = "value: %s %s\nexpected: %s" % (m["value"], m["unit"] or "", m["expected"]) if result == "failure" else None
             cases.append(junit_case(junit_classname(host, "acceptance"), name, result, message=m["reason"] if result != "passed" else None,
-                                    kind="error" if result == "failure" else None, text=text,
+                                    kind=("incomplete" if m["verdict"] == "incomplete" else "error") if result == "failure" else None,
+                                    text=text,
                                     system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
         suites.append({"name": host, "cases": cases})
     return junit_xml(suites, name="dlrack.node acceptance")
 
 
-_CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip"}
+_CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip", "incomplete": "inc"}
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
 header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#b8c0cc}
 main{padding:20px 28px;max-width:1400px}.cards{display:flex;gap:12px;margin-bottom:18px}
 .card{background:#fff;border-radius:8px;padding:12px 18px;min-width:110px;box-shadow:0 1px 2px #0002}.card b{display:block;font-size:26px}
-.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}.skip{color:#57606a}.muted{color:#57606a}
+.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}.skip{color:#57606a}.inc{color:#8250df}.muted{color:#57606a}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
-.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}
+.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}.badge.inc{background:#8250df}
 section{background:#fff;border-radius:8px;margin:18px 0;padding:14px 18px;box-shadow:0 1px 2px #0002}
 table{border-collapse:collapse;width:100%}th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top;font-size:13px}
 th{background:#eef0f3;font-weight:600;font-size:12px}td.n{white-space:nowrap}

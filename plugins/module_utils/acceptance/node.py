@@ -70,7 +70,7 @@ def plan(opts):
     would = "check mode: would measure"
     doc = {"check_mode": True, "gpu": None, "health": None, "dcgm": None, "storage": {}, "memory": None}
     if not opts["gpu"]:
-        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": []}
+        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [], "opted_out": True}
     elif _libcuda_present():
         doc["gpu"] = {"status": "skip", "reason": "%s copy bandwidth with %d MiB x %d copies per direction"
                       % (would, opts["gpu_bytes"] >> 20, opts["gpu_iterations"]), "devices": []}
@@ -114,7 +114,7 @@ def measure(opts, run=run_command):
         doc["gpu"] = acceptance_gpu.measure(opts["gpu_bytes"], opts["gpu_iterations"], True, opts["p2p"],
                                             opts["p2p_bytes"], opts["p2p_iterations"])
     else:
-        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": []}
+        doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [], "opted_out": True}
     # PCIe capability per GPU: nvidia-smi's max_link_gen is the lower of the GPU's and the slot's
     # maximum; sysfs (device max only) where nvidia-smi is absent.
     links = {g["pci_bus_id"]: g["pcie"] for g in doc["health"].get("gpus") or []}

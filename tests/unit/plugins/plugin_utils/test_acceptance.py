@@ -83,8 +83,76 @@ def test_no_gpu_or_driver_skips_every_gpu_measurement():
     status, ms = acc.judge_host(raw)
     gpu = [m for m in ms if m["name"].startswith("gpu.")]
     assert {m["name"] for m in gpu} == {"gpu.h2d_bandwidth", "gpu.d2h_bandwidth", "gpu.p2p_bandwidth", "gpu.health", "gpu.dcgm_diag"}
+    # GPUs expected (the default) but none measured: the GPU figures are incomplete, never pass (issue 20.4)
+    assert [m["verdict"] for m in gpu if m["name"] in ("gpu.h2d_bandwidth", "gpu.d2h_bandwidth", "gpu.p2p_bandwidth")] == ["incomplete"] * 3
+    assert all("the GPU figures were not measured" in m["reason"] and "libcuda" in m["reason"] for m in gpu
+               if m["verdict"] == "incomplete")
+    assert status == "incomplete"
+    # a node declared without GPUs (dlrack_hw.gpus: []): every gpu.* measurement is a skip
+    status, ms = acc.judge_host(raw, {"expect_gpus": False})
+    gpu = [m for m in ms if m["name"].startswith("gpu.")]
     assert all(m["verdict"] == "skip" and m["reason"] for m in gpu)
+    assert "declared without GPUs" in _by(ms, "gpu.h2d_bandwidth")["reason"]
     assert status == "pass"  # storage and memory passed; no gpu.* error without a GPU
+
+
+def test_unmeasured_hardware_is_incomplete_never_pass():
+    """Issue 20.4: a node without fio and without a GPU driver is not PASS. Unmeasured tier and GPU
+    figures are incomplete with the reason and the fix; an explicit opt-out stays a skip; check mode
+    stays skip; incomplete fails under fail_on error and warning, not never."""
+    raw = _h200_raw()
+    nofio = {"path": "/mnt/hot", "status": "skip",
+             "reason": "fio is not installed on this node (install the fio package to measure storage)"}
+    unmounted = {"path": "/mnt/archive", "status": "skip", "reason": "/mnt/archive is not a mount point (it is on /)"}
+    raw.update(gpu=NO_DRIVER, health={"status": "skip", "reason": "nvidia-smi is not installed", "gpus": []},
+               gpu_count=0, storage={"hot": nofio, "cold": unmounted})
+    status, ms = acc.judge_host(raw)
+    assert status == "incomplete"
+    hot = _by(ms, "storage.hot_read_throughput")
+    assert hot["verdict"] == "incomplete" and "fio is not installed" in hot["reason"]
+    assert "acceptance_hot_path: ''" in hot["reason"]
+    assert _by(ms, "storage.cold_write_throughput")["verdict"] == "incomplete"
+    assert _by(ms, "gpu.h2d_bandwidth")["verdict"] == "incomplete"
+    assert _by(ms, "memory.bandwidth")["verdict"] == "pass"
+    # opted out: acceptance_gpu false and empty tier paths -> skip, the host passes on what it measured
+    opted = copy.deepcopy(raw)
+    opted["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [], "opted_out": True}
+    opted["storage"] = {t: {"path": "", "status": "skip", "reason": "no path set for this tier"} for t in ("hot", "cold")}
+    assert acc.judge_host(opted)[0] == "pass"
+    # an error still outranks incomplete
+    err = copy.deepcopy(raw)
+    err["storage"]["hot"] = {"path": "/mnt/hot", "status": "error", "reason": "fio read on /mnt/hot exited 1"}
+    assert acc.judge_host(err)[0] == "error"
+    # check mode: nothing is measured by design, so it is skip (check mode never lies or fails)
+    check = copy.deepcopy(raw)
+    check["check_mode"] = True
+    assert acc.judge_host(check)[0] == "pass"
+    assert _by(acc.judge_host(check)[1], "storage.hot_read_throughput")["verdict"] == "skip"
+    for fail_on, failed in (("error", ["gpu-01"]), ("warning", ["gpu-01"]), ("never", [])):
+        doc = acc.evaluate({"gpu-01": {"raw": raw}, "gpu-02": {"raw": opted}}, fail_on)
+        assert doc["summary"]["failed_hosts"] == failed
+        assert (doc["summary"]["incomplete"], doc["summary"]["pass"]) == (1, 1)
+        assert doc["summary"]["measurements"]["storage.hot_read_throughput"]["incomplete"] == 1
+    lines = acc.summary_lines(doc)
+    assert lines[0].endswith(", 1 incomplete (not everything was measured)")
+    assert "INCOMPLETE gpu-01" in lines
+    assert any(line.lstrip().startswith("incomplete storage.hot_read_throughput") for line in lines)
+
+
+def test_incomplete_in_junit_and_html(tmp_path):
+    raw = _h200_raw()
+    raw["storage"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "fio is not installed on this node"}
+    doc = acc.evaluate({"gpu-01": {"raw": raw}}, "error")
+    paths = acc.write_reports(str(tmp_path), doc)
+    assert json.loads(open(paths["json"]).read())["hosts"]["gpu-01"]["status"] == "incomplete"
+    root = ET.parse(paths["xml"]).getroot()
+    cases = {tc.get("name"): tc for tc in root.iter("testcase")}
+    fail = cases["storage.hot_read_throughput [/mnt/hot]"].find("failure")
+    assert fail is not None and fail.get("type") == "incomplete" and "fio is not installed" in fail.get("message")
+    assert root.get("failures") == "2"
+    html = open(paths["html"]).read()
+    assert '<span class="badge inc">incomplete</span></h2>' in html
+    assert '<b class="inc">1</b>incomplete' in html
 
 
 def test_cuda_error_with_a_driver_is_an_error():
