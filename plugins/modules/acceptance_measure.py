@@ -95,6 +95,19 @@ options:
     description: fio jobs, each on its own region of the scratch file.
     type: int
     default: 4
+  fio_rand_runtime_s:
+    description: Time of the 4 KiB random read phase (O_DIRECT where the filesystem allows it) after the
+      sequential read, seconds; 0 leaves it out.
+    type: int
+    default: 10
+  fio_rand_iodepth:
+    description: Queue depth per job of the random read phase.
+    type: int
+    default: 32
+  fio_rand_jobs:
+    description: Jobs of the random read phase; 0 = 4 per device of the tier (found from the mount in sysfs), at most 64.
+    type: int
+    default: 0
   memory:
     description: Measure memory copy bandwidth per NUMA node.
     type: bool
@@ -151,7 +164,8 @@ acceptance:
       type: dict
     storage:
       description: Per tier (C(hot), C(cold)) C(path), C(status), C(reason), C(direct), C(read) and C(write)
-        with C(bytes_per_s).
+        with C(bytes_per_s), C(randread) (4 KiB random reads) with C(iops), C(lat_p50_us), C(lat_p99_us),
+        C(jobs), C(iodepth), and C(devices) (the disks under the tier's filesystem, C(name) and C(kind)).
       type: dict
     memory:
       description: C(status), C(reason), C(nodes) (per NUMA node C(gbps), C(threads)).
@@ -183,6 +197,9 @@ _ARGS = dict(
     fio_block_kb=dict(type="int", default=1024),
     fio_iodepth=dict(type="int", default=32),
     fio_jobs=dict(type="int", default=4),
+    fio_rand_runtime_s=dict(type="int", default=10),
+    fio_rand_iodepth=dict(type="int", default=32),
+    fio_rand_jobs=dict(type="int", default=0),
     memory=dict(type="bool", default=True),
     memory_bytes=dict(type="int", default=2 << 30),
     memory_iterations=dict(type="int", default=10),
@@ -198,6 +215,10 @@ def main():
     bad = ["%s=%s" % (k, opts[k]) for k in _POSITIVE if opts[k] < 1]
     if bad:
         module.fail_json(msg="acceptance_measure: these must be positive: %s" % ", ".join(bad))
+    bad = ["%s=%s" % (k, opts[k]) for k in ("fio_rand_runtime_s", "fio_rand_iodepth", "fio_rand_jobs")
+           if opts[k] < (1 if k == "fio_rand_iodepth" else 0)]
+    if bad:
+        module.fail_json(msg="acceptance_measure: fio_rand_iodepth must be positive, the others 0 or more: %s" % ", ".join(bad))
     if opts["fio_size_mb"] < opts["fio_jobs"]:
         module.fail_json(msg="acceptance_measure: fio_size_mb (%d) must be at least fio_jobs (%d)"
                          % (opts["fio_size_mb"], opts["fio_jobs"]))

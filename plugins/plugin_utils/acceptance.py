@@ -47,6 +47,15 @@ DEFAULT_THRESHOLDS = {
     "memory_min_gbps": 0.0,          # optional absolute floor per node (0 = none)
     "require_persistence": True,
     "expect_gpus": True,             # False: the node is declared without GPUs (dlrack_hw.gpus: [])
+    # 4 KiB random read IOPS expected per device of a tier, by kind (docs: roles/acceptance/README.md
+    # "Expected random reads"): planning figures well below datasheets (a data-centre NVMe drive
+    # quotes 0.7-1.1 M, a SATA SSD ~90 k, a 7200 rpm HDD 100-200 at QD16), since the tier is read
+    # through a filesystem by one fio run; override per kind or per tier (absolute, > 0).
+    "rand_iops_per_nvme": 200000.0,
+    "rand_iops_per_ssd": 40000.0,
+    "rand_iops_per_hdd": 100.0,
+    "hot_rand_iops": 0.0,            # > 0: the hot tier's expected IOPS, instead of the device-derived figure
+    "cold_rand_iops": 0.0,
 }
 _BOOL_THRESHOLDS = ("require_persistence", "expect_gpus")
 
@@ -282,7 +291,63 @@ def judge_storage(storage, gpus, th, check_mode=False):
                     verdict = "warning"
             out.append(_m(name, verdict, reason, target, value, "GB/s", expected,
                           dict(fig, direct=t.get("direct"), size_mb=t.get("size_mb"), runtime_s=t.get("runtime_s"))))
+        out.extend(judge_randread(tier, t, th, check_mode))
     return out
+
+
+def rand_expected(tier, devices, th):
+    """(expected IOPS or None, basis sentence) for a tier's 4 KiB random reads."""
+    if th["%s_rand_iops" % tier]:
+        return th["%s_rand_iops" % tier], "acceptance_%s_rand_iops" % tier
+    kinds = {}
+    for d in devices or []:
+        kinds[d.get("kind")] = kinds.get(d.get("kind"), 0) + 1
+    if not kinds:
+        return None, "the tier's devices are not known (tmpfs, a network filesystem): set acceptance_%s_rand_iops" % tier
+    unknown = sorted(str(k) for k in kinds if k not in ("nvme", "ssd", "hdd"))
+    if unknown:
+        return None, ("the tier is on %s (no device-derived figure): set acceptance_%s_rand_iops"
+                      % (" and ".join("a loop device" if k == "loop" else "a device of unknown kind" for k in unknown), tier))
+    total = sum(th["rand_iops_per_%s" % k] * n for k, n in kinds.items())
+    basis = " + ".join("%d %s x %s" % (n, k.upper() if k != "hdd" else "HDD", _iops(th["rand_iops_per_%s" % k]))
+                       for k, n in sorted(kinds.items()))
+    return total, basis
+
+
+def _iops(x):
+    return "{:,.0f}".format(x)
+
+
+def judge_randread(tier, t, th, check_mode=False):
+    name = "storage.%s_randread_iops" % tier
+    target = t.get("path") or None
+    if t.get("status") != "ok":
+        verdict = "error" if t.get("status") == "error" else "skip"
+        reason = t.get("reason") or "not measured"
+        if not t.get("path") and t.get("status") == "skip":
+            reason = "acceptance_%s_path is empty: the %s tier is not measured" % (tier, tier)
+        elif verdict == "skip" and not check_mode:
+            verdict = "incomplete"
+            reason = "%s; the %s tier was not measured" % (reason, tier)
+        return [_m(name, verdict, reason, target)]
+    fig = t.get("randread")
+    if not fig:
+        return [_m(name, "skip", "random reads not measured (acceptance_fio_rand_runtime_s: 0)", target)]
+    value = round(float(fig.get("iops") or 0.0))
+    expected, basis = rand_expected(tier, t.get("devices"), th)
+    verdict = verdict_for(value, expected, th["tolerance"])
+    lat = "p50 %s us, p99 %s us" % (fig.get("lat_p50_us"), fig.get("lat_p99_us"))
+    reason = "%s IOPS 4 KiB random read (%s; fio %s, %s jobs x QD%s)" % (
+        _iops(value), lat, fig.get("ioengine"), fig.get("jobs"), fig.get("iodepth"))
+    reason += "; expected >= %s IOPS (%s)" % (_iops(expected), basis) if expected is not None else "; not judged: %s" % basis
+    if not t.get("direct"):
+        reason += "; buffered I/O (the filesystem refused O_DIRECT): the figure includes the page cache"
+        if verdict == "pass":
+            verdict = "warning"
+    details = {k: fig.get(k) for k in ("iops", "bytes_per_s", "lat_p50_us", "lat_p99_us", "lat_mean_us", "jobs",
+                                       "iodepth", "block_kb", "ioengine", "runtime_ms")}
+    details.update(direct=t.get("direct"), devices=t.get("devices"))
+    return [_m(name, verdict, reason, target, value, "IOPS", None if expected is None else round(expected), details)]
 
 
 # ------------------------------------------------------------------------------------- memory

@@ -7,7 +7,10 @@ Never a raw device: fio only ever gets ``--filename=<dir>/.dlrack-acceptance-<pi
 directory it is given, sized ``size_mb`` in all (split over ``jobs`` regions of the one file), each
 phase capped at ``runtime_s`` (time-based) and the fio process at runtime + a layout allowance. The
 file is written (write phase, ``end_fsync``), then read back (read phase), then removed, also when
-fio fails or times out. Direct I/O (O_DIRECT) is used when the filesystem accepts it (probed with an
+fio fails or times out. After the sequential read, a 4 KiB random read phase (``randread``) on the
+same file gives the small-read IOPS and the completion latency percentiles (p50, p99) a data loader
+of many small files meets; its queue depth and job count are sized to saturate the tier's devices
+(``rand_jobs`` jobs x ``rand_iodepth`` each; the role makes the jobs 4 per device). Direct I/O (O_DIRECT) is used when the filesystem accepts it (probed with an
 open of the scratch file); otherwise (tmpfs, some FUSE and network filesystems) the phases run
 buffered and the result says so, because buffered reads measure the page cache, not the disks.
 """
@@ -22,6 +25,11 @@ import os
 
 SCRATCH_PREFIX = ".dlrack-acceptance-"
 LAYOUT_ALLOWANCE_S = 300
+# Random reads: jobs per device of the tier x queue depth 32 = 128 requests in flight per device,
+# beyond the queue depth at which NVMe datasheets quote 4 KiB random read IOPS (QD32 x 4 or x 8
+# workers); an HDD saturates far below that. Capped for very wide tiers.
+RAND_JOBS_PER_DEVICE = 4
+MAX_RAND_JOBS = 64
 
 
 def scratch_name(directory, pid=None):
@@ -71,6 +79,16 @@ def direct_io_supported(scratch):
 
 
 def fio_argv(fio, scratch, rw, size_mb, runtime_s, block_kb, iodepth, jobs, direct, ioengine="libaio"):
+    """Sequential phases: ``jobs`` regions of the file, one per job. ``randread``: every job reads
+    random 4 KiB (``block_kb``) blocks anywhere in the whole file, without fio's random map (the
+    blocks the write phase laid out are re-read at random, as a data loader's shuffled epoch does)."""
+    if rw == "randread":
+        argv = [fio, "--name=dlrack-acceptance", "--filename=%s" % scratch, "--rw=randread",
+                "--bs=%dk" % block_kb, "--ioengine=%s" % ioengine, "--iodepth=%d" % iodepth,
+                "--numjobs=%d" % jobs, "--size=%dM" % max(1, size_mb), "--norandommap", "--randrepeat=0",
+                "--runtime=%d" % runtime_s, "--time_based", "--group_reporting", "--direct=%d" % (1 if direct else 0),
+                "--output-format=json"]
+        return argv
     per_job = max(1, size_mb // jobs)
     argv = [fio, "--name=dlrack-acceptance", "--filename=%s" % scratch, "--rw=%s" % rw,
             "--bs=%dk" % block_kb, "--ioengine=%s" % ioengine, "--iodepth=%d" % iodepth,
@@ -108,8 +126,28 @@ def parse_fio_json(text, rw):
         bw = part["bw"] * 1024  # KiB/s in fio < 3.0
     if bw is None:
         raise FioError("fio JSON has no %s bandwidth" % rw)
-    return {"bytes_per_s": int(bw), "io_bytes": part.get("io_bytes"), "runtime_ms": part.get("runtime"),
-            "iops": round(part.get("iops") or 0.0, 1), "fio_version": doc.get("fio version")}
+    out = {"bytes_per_s": int(bw), "io_bytes": part.get("io_bytes"), "runtime_ms": part.get("runtime"),
+           "iops": round(part.get("iops") or 0.0, 1), "fio_version": doc.get("fio version")}
+    out.update(latency_us(part))
+    return out
+
+
+def latency_us(part):
+    """Completion latency p50/p99/mean in microseconds from fio's ``clat_ns`` (fio >= 3.0; ``clat``
+    in microseconds before), or {} when fio printed none."""
+    clat, scale = part.get("clat_ns"), 1000.0
+    if not isinstance(clat, dict):
+        clat, scale = part.get("clat"), 1.0
+    if not isinstance(clat, dict):
+        return {}
+    pct = clat.get("percentile") or {}
+    out = {}
+    for key, name in (("50.000000", "lat_p50_us"), ("99.000000", "lat_p99_us")):
+        if isinstance(pct.get(key), (int, float)):
+            out[name] = round(pct[key] / scale, 1)
+    if isinstance(clat.get("mean"), (int, float)):
+        out["lat_mean_us"] = round(clat["mean"] / scale, 1)
+    return out
 
 
 def remove_scratch(directory):
@@ -124,33 +162,110 @@ def remove_scratch(directory):
     return removed
 
 
-def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iodepth=32, jobs=4, require_mount=True):
-    """Write then read throughput of the tier at ``path``. ``run(argv, timeout)`` -> (rc, out, err).
-    Returns {path, status: ok|skip|error, reason, direct, read, write}."""
+def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iodepth=32, jobs=4, require_mount=True,
+                 rand_runtime_s=0, rand_iodepth=32, rand_jobs=4, rand_block_kb=4):
+    """Write then read throughput of the tier at ``path``, then (``rand_runtime_s`` > 0) 4 KiB random
+    read IOPS and latency. ``run(argv, timeout)`` -> (rc, out, err).
+    Returns {path, status: ok|skip|error, reason, direct, read, write, randread}."""
     out = {"path": path, "status": "ok", "reason": None, "direct": None, "read": None, "write": None,
-           "size_mb": size_mb, "runtime_s": runtime_s}
+           "randread": None, "size_mb": size_mb, "runtime_s": runtime_s}
     why = check_target(path, size_mb, require_mount)
     if why:
         return dict(out, status="skip", reason=why)
     if not fio:
         return dict(out, status="skip", reason="fio is not installed on this node (install the fio package to measure storage)")
+    out["devices"] = tier_devices(path)["devices"]
+    if rand_jobs <= 0:                      # auto: 4 jobs per device of the tier (QD32 each saturates NVMe)
+        rand_jobs = min(MAX_RAND_JOBS, RAND_JOBS_PER_DEVICE * max(1, len(out["devices"])))
     scratch = scratch_name(path)
     try:
         out["direct"] = direct_io_supported(scratch)
         engine = "libaio"
-        for rw in ("write", "read"):
-            argv = fio_argv(fio, scratch, rw, size_mb, runtime_s, block_kb, iodepth, jobs, out["direct"], engine)
-            rc, stdout, stderr = run(argv, runtime_s + LAYOUT_ALLOWANCE_S)
+        phases = [("write", runtime_s, block_kb, iodepth, jobs), ("read", runtime_s, block_kb, iodepth, jobs)]
+        if rand_runtime_s > 0:
+            phases.append(("randread", rand_runtime_s, rand_block_kb, rand_iodepth, rand_jobs))
+        for rw, secs, bs, qd, nj in phases:
+            argv = fio_argv(fio, scratch, rw, size_mb, secs, bs, qd if engine == "libaio" else 1, nj, out["direct"], engine)
+            rc, stdout, stderr = run(argv, secs + LAYOUT_ALLOWANCE_S)
             if rc != 0 and engine == "libaio" and "libaio" in (stdout + stderr):
                 engine = "psync"  # fio built without libaio: synchronous I/O, one request per job
-                argv = fio_argv(fio, scratch, rw, size_mb, runtime_s, block_kb, 1, jobs, out["direct"], engine)
-                rc, stdout, stderr = run(argv, runtime_s + LAYOUT_ALLOWANCE_S)
+                argv = fio_argv(fio, scratch, rw, size_mb, secs, bs, 1, nj, out["direct"], engine)
+                rc, stdout, stderr = run(argv, secs + LAYOUT_ALLOWANCE_S)
             if rc != 0:
                 raise FioError("fio %s on %s exited %s: %s" % (rw, path, rc, (stderr or stdout).strip()[-400:]))
-            out[rw] = parse_fio_json(stdout, rw)
-            out[rw].update(ioengine=engine, jobs=jobs)
+            out[rw] = parse_fio_json(stdout, "read" if rw == "randread" else rw)
+            out[rw].update(ioengine=engine, jobs=nj, iodepth=qd if engine == "libaio" else 1, block_kb=bs)
     except (FioError, OSError) as exc:
         out.update(status="error", reason=str(exc))
     finally:
         remove_scratch(path)
     return out
+
+
+# ------------------------------------------------------------------------- the tier's devices
+
+def _mount_devno(path, mountinfo="/proc/self/mountinfo"):
+    """(major, minor, fstype) of the filesystem mounted at the mount point holding ``path``."""
+    mnt = _mount_of(path)
+    found = None
+    try:
+        with open(mountinfo) as fh:
+            for line in fh.read(1 << 20).splitlines():
+                parts = line.split()
+                if len(parts) < 7 or "-" not in parts:
+                    continue
+                point = parts[4].replace("\\040", " ")
+                if point == mnt:
+                    sep = parts.index("-")
+                    major, _, minor = parts[2].partition(":")
+                    if major.isdigit() and minor.isdigit():
+                        found = (int(major), int(minor), parts[sep + 1] if len(parts) > sep + 1 else None)
+    except (IOError, OSError):
+        return None
+    return found                            # the last line for a mount point is the visible mount
+
+
+def _leaf_disks(name, sysfs, depth=0):
+    """The whole disks under block device ``name``: md/dm members (slaves/) recursively, a
+    partition's parent disk, else the device itself."""
+    base = os.path.join(sysfs, "class", "block", name)
+    slaves = os.path.join(base, "slaves")
+    if depth < 4 and os.path.isdir(slaves) and os.listdir(slaves):
+        out = []
+        for s in sorted(os.listdir(slaves)):
+            out.extend(_leaf_disks(s, sysfs, depth + 1))
+        return out
+    if os.path.exists(os.path.join(base, "partition")):
+        parent = os.path.basename(os.path.dirname(os.path.realpath(base)))
+        return [parent] if parent != name else [name]
+    return [name]
+
+
+def disk_kind(name, sysfs="/sys"):
+    """nvme, ssd or hdd (sysfs queue/rotational), loop for a loop device (a file somewhere else:
+    no device-derived expectation), None when unknown."""
+    if name.startswith("loop"):
+        return "loop"
+    if name.startswith("nvme"):
+        return "nvme"
+    try:
+        with open(os.path.join(sysfs, "class", "block", name, "queue", "rotational")) as fh:
+            return "hdd" if fh.read(16).strip() == "1" else "ssd"
+    except (IOError, OSError):
+        return None
+
+
+def tier_devices(path, sysfs="/sys", mountinfo="/proc/self/mountinfo"):
+    """The disks the filesystem at ``path`` lives on, from mountinfo and sysfs (read only):
+    {"devices": [{"name", "kind"}], "fstype"}; devices [] when they cannot be found (tmpfs, a
+    network filesystem, a container without /sys/dev/block)."""
+    found = _mount_devno(path, mountinfo)
+    if not found:
+        return {"devices": [], "fstype": None}
+    major, minor, fstype = found
+    link = os.path.join(sysfs, "dev", "block", "%d:%d" % (major, minor))
+    if major == 0 or not os.path.exists(link):
+        return {"devices": [], "fstype": fstype}
+    name = os.path.basename(os.path.realpath(link))
+    disks = sorted(set(_leaf_disks(name, sysfs)))
+    return {"devices": [{"name": d, "kind": disk_kind(d, sysfs)} for d in disks], "fstype": fstype}

@@ -93,8 +93,8 @@ def plan(opts):
         if not why and not fio:
             why = "fio is not installed on this node (install the fio package to measure storage)"
         doc["storage"][tier] = {"path": path, "status": "skip", "reason": why or (
-            "%s %s with fio (%d MiB scratch file, %d s per phase, removed afterwards)"
-            % (would, path, opts["fio_size_mb"], opts["fio_runtime_s"]))}
+            "%s %s with fio (%d MiB scratch file, %d s per sequential phase, %d s of 4 KiB random reads, removed afterwards)"
+            % (would, path, opts["fio_size_mb"], opts["fio_runtime_s"], opts.get("fio_rand_runtime_s", 0)))}
     if not opts["memory"]:
         doc["memory"] = {"status": "skip", "reason": "disabled (acceptance_memory: false)", "nodes": []}
     else:
@@ -133,7 +133,9 @@ def measure(opts, run=run_command):
     for tier in TIERS:
         doc["storage"][tier] = acceptance_fio.measure_path(
             opts["%s_path" % tier], fio, run, opts["fio_size_mb"], opts["fio_runtime_s"], opts["fio_block_kb"],
-            opts["fio_iodepth"], opts["fio_jobs"], opts["require_mount"])
+            opts["fio_iodepth"], opts["fio_jobs"], opts["require_mount"],
+            rand_runtime_s=opts.get("fio_rand_runtime_s", 0), rand_iodepth=opts.get("fio_rand_iodepth", 32),
+            rand_jobs=opts.get("fio_rand_jobs", 0))
     if opts["memory"]:
         doc["memory"] = acceptance_memory.measure(opts["memory_bytes"], opts["memory_iterations"])
     else:

@@ -149,7 +149,7 @@ def test_incomplete_in_junit_and_html(tmp_path):
     cases = {tc.get("name"): tc for tc in root.iter("testcase")}
     fail = cases["storage.hot_read_throughput [/mnt/hot]"].find("failure")
     assert fail is not None and fail.get("type") == "incomplete" and "fio is not installed" in fail.get("message")
-    assert root.get("failures") == "2"
+    assert root.get("failures") == "3"   # hot read, write and random read
     html = open(paths["html"]).read()
     assert '<span class="badge inc">incomplete</span></h2>' in html
     assert '<b class="inc">1</b>incomplete' in html
@@ -286,3 +286,51 @@ def test_hosts_left_out_after_a_failed_preflight_are_skip_not_error():
     assert (m["name"], m["verdict"], m["reason"]) == ("host.measured", "skip", "failed the pre-flight of this run")
     assert doc["hosts"]["gone"]["status"] == "error"          # not measured for another reason: still an error
     assert doc["summary"]["failed_hosts"] == ["gone"] and doc["summary"]["skip"] == 1
+
+
+def _rand_raw(iops, devices, direct=True, tier="hot"):
+    from ansible_collections.dlrack.node.plugins.module_utils.acceptance.fio import parse_fio_json
+    fig = parse_fio_json(open(os.path.join(DATA, "acceptance", "fio-3.33-randread-disk-direct.json")).read(), "read")
+    fig.update(iops=iops, ioengine="libaio", jobs=4 * max(1, len(devices)), iodepth=32, block_kb=4)
+    raw = _h200_raw()
+    raw["storage"][tier] = dict(raw["storage"]["hot"], path="/mnt/" + tier, direct=direct, devices=devices, randread=fig)
+    return raw
+
+
+def test_random_reads_judged_against_the_tiers_devices():
+    """Issue 24.1: 4 KiB random read IOPS per tier against a figure derived from the tier's devices
+    (kind and count), with p50/p99 latency in the reason; both sides of the line; overrides."""
+    nvme4 = [{"name": "nvme%dn1" % i, "kind": "nvme"} for i in range(4)]
+    m = _by(acc.judge_host(_rand_raw(850000, nvme4))[1], "storage.hot_randread_iops")
+    assert (m["verdict"], m["value"], m["unit"], m["expected"]) == ("pass", 850000, "IOPS", 800000)
+    assert "4 NVME x 200,000" in m["reason"] and "p50 1105.9 us, p99 29753.3 us" in m["reason"]
+    assert m["details"]["lat_p99_us"] == 29753.3 and m["details"]["devices"] == nvme4
+    assert _by(acc.judge_host(_rand_raw(750000, nvme4))[1], "storage.hot_randread_iops")["verdict"] == "warning"
+    assert _by(acc.judge_host(_rand_raw(700000, nvme4))[1], "storage.hot_randread_iops")["verdict"] == "error"
+    # an HDD tier: 12 spindles x 100 IOPS; its small-read collapse is plain next to the NVMe figure
+    hdd12 = [{"name": "sd%s" % c, "kind": "hdd"} for c in "abcdefghijkl"]
+    m = _by(acc.judge_host(_rand_raw(1500, hdd12, tier="cold"))[1], "storage.cold_randread_iops")
+    assert (m["verdict"], m["expected"]) == ("pass", 1200) and "12 HDD x 100" in m["reason"]
+    assert _by(acc.judge_host(_rand_raw(900, hdd12, tier="cold"))[1], "storage.cold_randread_iops")["verdict"] == "error"
+    # a loop device or tmpfs has no device-derived figure: reported, not judged, until set per tier
+    loop = [{"name": "loop3", "kind": "loop"}]
+    m = _by(acc.judge_host(_rand_raw(60000, loop))[1], "storage.hot_randread_iops")
+    assert m["expected"] is None and "not judged: the tier is on a loop device" in m["reason"]
+    m = _by(acc.judge_host(_rand_raw(60000, loop), {"hot_rand_iops": 100000})[1], "storage.hot_randread_iops")
+    assert (m["verdict"], m["expected"]) == ("error", 100000)
+    m = _by(acc.judge_host(_rand_raw(60000, []))[1], "storage.hot_randread_iops")
+    assert "devices are not known" in m["reason"]
+    # buffered (tmpfs refuses O_DIRECT): the page cache is in the figure, never better than warning
+    m = _by(acc.judge_host(_rand_raw(900000, nvme4, direct=False))[1], "storage.hot_randread_iops")
+    assert m["verdict"] == "warning" and "page cache" in m["reason"]
+    # per-kind override
+    m = _by(acc.judge_host(_rand_raw(850000, nvme4), {"rand_iops_per_nvme": 500000})[1], "storage.hot_randread_iops")
+    assert (m["verdict"], m["expected"]) == ("error", 2000000)
+
+
+def test_random_reads_not_measured():
+    raw = _h200_raw()
+    assert _by(acc.judge_host(raw)[1], "storage.hot_randread_iops")["verdict"] == "skip"   # runtime 0: none asked
+    assert _by(acc.judge_host(raw)[1], "storage.cold_randread_iops")["reason"].startswith("acceptance_cold_path is empty")
+    raw["storage"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "fio is not installed on this node"}
+    assert _by(acc.judge_host(raw)[1], "storage.hot_randread_iops")["verdict"] == "incomplete"

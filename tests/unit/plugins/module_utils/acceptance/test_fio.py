@@ -10,6 +10,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.acceptance import fio 
 from conftest import DATA
 
 FIO_JSON = os.path.join(DATA, "acceptance", "fio-3.33-read.json")
+RAND_DISK = os.path.join(DATA, "acceptance", "fio-3.33-randread-disk-direct.json")
+RAND_TMPFS = os.path.join(DATA, "acceptance", "fio-3.33-randread-tmpfs-buffered.json")
 
 
 def _left(path):
@@ -34,6 +36,29 @@ def test_parse_real_fio_json_with_a_warning_before_it():
         af.parse_fio_json("fio: engine libaio not loadable", "read")
     with pytest.raises(af.FioError, match="job error 22"):
         af.parse_fio_json('{"jobs": [{"error": 22, "read": {}}]}', "read")
+
+
+def test_randread_argv_reads_the_whole_file_at_random(tmp_path):
+    argv = af.fio_argv("fio", str(tmp_path / "x.fio"), "randread", 1024, 5, 4, 32, 16, True)
+    assert {"--rw=randread", "--bs=4k", "--iodepth=32", "--numjobs=16", "--size=1024M", "--norandommap",
+            "--direct=1", "--runtime=5", "--time_based"} <= set(argv)
+    assert not [a for a in argv if a.startswith("--offset_increment")]
+
+
+def test_parse_real_randread_json_iops_and_latency_percentiles():
+    """Real fio 3.33 randread documents (4 KiB, libaio QD32 x 4 jobs): O_DIRECT on a disk file and
+    buffered on tmpfs (SOURCES.md)."""
+    disk = af.parse_fio_json(open(RAND_DISK).read(), "read")
+    tmpfs = af.parse_fio_json(open(RAND_TMPFS).read(), "read")
+    for fig in (disk, tmpfs):
+        assert fig["iops"] > 1000 and fig["bytes_per_s"] > 0
+        assert 0 < fig["lat_p50_us"] <= fig["lat_p99_us"] and fig["lat_mean_us"] > 0
+    assert (disk["iops"], disk["lat_p50_us"], disk["lat_p99_us"]) == (61047.8, 1105.9, 29753.3)
+    assert tmpfs["iops"] > disk["iops"] and tmpfs["lat_p50_us"] < disk["lat_p50_us"]
+    # fio < 3.0 printed clat in microseconds
+    old = {"clat": {"mean": 80.5, "percentile": {"50.000000": 70, "99.000000": 300}}}
+    assert af.latency_us(old) == {"lat_p50_us": 70.0, "lat_p99_us": 300.0, "lat_mean_us": 80.5}
+    assert af.latency_us({}) == {}
 
 
 def test_skip_reasons(tmp_path):
@@ -72,6 +97,7 @@ def test_no_libaio_falls_back_to_psync(tmp_path):
     doc = af.measure_path(str(tmp_path), "fio", run, 64, 1, require_mount=False)
     assert doc["status"] == "ok" and doc["read"]["ioengine"] == "psync" and doc["write"]["bytes_per_s"] == 2000000000
     assert seen == ["--ioengine=libaio", "--ioengine=psync", "--ioengine=psync"]  # remembered for the read phase
+    assert doc["randread"] is None    # no random phase asked for
 
 
 def test_o_direct_refused_means_buffered(tmp_path, monkeypatch):
@@ -87,13 +113,55 @@ def test_o_direct_refused_means_buffered(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed here")
 def test_real_fio_on_a_directory(tmp_path):
-    doc = af.measure_path(str(tmp_path), shutil.which("fio"), _run, size_mb=32, runtime_s=1, jobs=2, require_mount=False)
+    doc = af.measure_path(str(tmp_path), shutil.which("fio"), _run, size_mb=32, runtime_s=1, jobs=2, require_mount=False,
+                          rand_runtime_s=1, rand_iodepth=8, rand_jobs=2)
     assert doc["status"] == "ok", doc
     assert doc["read"]["bytes_per_s"] > 0 and doc["write"]["bytes_per_s"] > 0
     assert doc["write"]["jobs"] == 2 and doc["direct"] in (True, False)
+    rand = doc["randread"]
+    assert rand["iops"] > 0 and rand["block_kb"] == 4 and (rand["jobs"], rand["iodepth"]) == (2, 8)
+    assert 0 < rand["lat_p50_us"] <= rand["lat_p99_us"]
     assert os.listdir(str(tmp_path)) == []
 
 
 def _run(argv, timeout):
     from ansible_collections.dlrack.node.plugins.module_utils.acceptance.node import run_command
     return run_command(argv, timeout)
+
+
+def test_tier_devices_from_mountinfo_and_sysfs(tmp_path):
+    """The disks under a tier's filesystem: an md RAID0 of two NVMe namespaces (slaves/), a
+    partition's parent disk, a loop device; a tree laid out as the kernel's sysfs is
+    (Documentation/ABI/stable/sysfs-block: /sys/dev/block/MAJ:MIN -> class/block/NAME, slaves/,
+    partition, queue/rotational), since this host has no md and no NVMe."""
+    sysfs = tmp_path / "sys"
+    blk = sysfs / "class" / "block"
+    for name, rot in (("nvme0n1", "0"), ("nvme1n1", "0"), ("sda", "1"), ("loop7", "0")):
+        (blk / name / "queue").mkdir(parents=True)
+        (blk / name / "queue" / "rotational").write_text(rot + "\n")
+    (blk / "md0" / "slaves").mkdir(parents=True)
+    for s in ("nvme0n1", "nvme1n1"):
+        (blk / "md0" / "slaves" / s).symlink_to(blk / s)
+    (blk / "sda" / "sda1").mkdir()
+    (blk / "sda" / "sda1" / "partition").write_text("1\n")
+    (blk / "sda1").symlink_to(blk / "sda" / "sda1")     # class/block/sda1 -> .../sda/sda1
+    (sysfs / "dev" / "block").mkdir(parents=True)
+    for devno, target in (("9:0", blk / "md0"), ("8:1", blk / "sda" / "sda1"), ("7:7", blk / "loop7")):
+        (sysfs / "dev" / "block" / devno).symlink_to(target)
+    mnt = tmp_path / "mnt"
+    hot, cold, loop = mnt / "hot", mnt / "cold", mnt / "loop"
+    info = tmp_path / "mountinfo"
+    info.write_text("".join("%d 1 %s / %s rw - %s /dev/x rw\n" % (30 + i, devno, p, fs) for i, (devno, p, fs) in enumerate(
+        (("9:0", hot, "xfs"), ("8:1", cold, "xfs"), ("7:7", loop, "ext4"), ("0:52", mnt / "shm", "tmpfs")))))
+    orig = af._mount_of
+    try:
+        af._mount_of = lambda p: str(p)
+        assert af.tier_devices(str(hot), str(sysfs), str(info)) == {
+            "devices": [{"name": "nvme0n1", "kind": "nvme"}, {"name": "nvme1n1", "kind": "nvme"}], "fstype": "xfs"}
+        assert af.tier_devices(str(cold), str(sysfs), str(info))["devices"] == [{"name": "sda", "kind": "hdd"}]
+        assert af.tier_devices(str(loop), str(sysfs), str(info))["devices"] == [{"name": "loop7", "kind": "loop"}]
+        assert af.tier_devices(str(mnt / "shm"), str(sysfs), str(info)) == {"devices": [], "fstype": "tmpfs"}
+    finally:
+        af._mount_of = orig
+    real = af.tier_devices("/")                     # this host's root filesystem, read only
+    assert real["fstype"] and all(d["kind"] in ("nvme", "ssd", "hdd", "loop", None) for d in real["devices"])
