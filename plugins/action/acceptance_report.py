@@ -12,6 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_workload
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console_line
 
@@ -24,6 +25,21 @@ _SPEC = {
     "skip_hosts": {"type": "list", "elements": "str", "default": []},
     "skip_reason": {"type": "str", "default": "failed the pre-flight of this run: not measured (fix it, then re-run)"},
 }
+
+
+def _workload(hv):
+    """(the host's validated workload or None, a sentence naming the bad field or None):
+    dlrack_hw.workload, else dlrack_workload, checked as the pre-flight checks them."""
+    hw = _plain(hv.get("dlrack_hw")) if isinstance(hv.get("dlrack_hw"), dict) else {}
+    raw, where = hw.get("workload"), "dlrack_hw.workload"
+    if raw is None:
+        raw, where = _plain(hv.get("dlrack_workload")), "dlrack_workload"
+    if raw is None:
+        return None, None
+    clean, problems = check_workload(raw, where)
+    if problems:
+        return None, "; ".join(p.message() for p in problems)
+    return clean, None
 
 
 class ActionModule(ActionBase):
@@ -41,6 +57,10 @@ class ActionModule(ActionBase):
         for host in args["hosts"]:
             item = (hostvars.get(host) or {}).get(args["results_var"])
             inputs[host] = _plain(item) if isinstance(item, dict) else {}
+            if inputs[host]:
+                inputs[host]["workload"], problem = _workload(hostvars.get(host) or {})
+                if problem:
+                    inputs[host]["thresholds_error"] = problem
         doc = evaluate(inputs, args["fail_on"], skipped=dict.fromkeys(set(args["skip_hosts"]) & set(inputs), args["skip_reason"]))
         lines = [console_line(line) for line in summary_lines(doc)]   # host names, node strings: escaped
         if args.get("report_dir"):

@@ -108,6 +108,32 @@ options:
     description: Jobs of the random read phase; 0 = 4 per device of the tier (found from the mount in sysfs), at most 64.
     type: int
     default: 0
+  smallfile_count:
+    description: Files of the synthetic small-file dataset written per tier and read cold by the readers
+      (the data loader's view); 0 leaves it out.
+    type: int
+    default: 10000
+  smallfile_kb:
+    description: Size of each small file, KiB.
+    type: int
+    default: 64
+  smallfile_workers:
+    description: Reader processes per GPU (per NUMA node without GPUs), each pinned to the GPU's local CPUs.
+    type: int
+    default: 4
+  smallfile_groups:
+    description: Unpinned reader groups instead of one per GPU or NUMA node; 0 = per GPU, else per NUMA node.
+    type: int
+    default: 0
+  smallfile_phase_s:
+    description: Time limit of each small-file read phase (cold, then warm), seconds.
+    type: int
+    default: 20
+  smallfile_drop_caches:
+    description: Also drop the whole page cache (C(/proc/sys/vm/drop_caches)) before the cold read; by default
+      only the dataset's own pages are dropped (C(posix_fadvise) DONTNEED per file).
+    type: bool
+    default: false
   memory:
     description: Measure memory copy bandwidth per NUMA node.
     type: bool
@@ -167,6 +193,14 @@ acceptance:
         with C(bytes_per_s), C(randread) (4 KiB random reads) with C(iops), C(lat_p50_us), C(lat_p99_us),
         C(jobs), C(iodepth), and C(devices) (the disks under the tier's filesystem, C(name) and C(kind)).
       type: dict
+    smallfiles:
+      description: Per tier C(path), C(status), C(reason), C(files), C(file_kb), C(write_s), C(cache_drop), and
+        C(cold) and C(warm) read phases with C(files_per_s), C(mb_per_s) in total and per reader group (GPU or NUMA
+        node, its C(cpus)).
+      type: dict
+    mem_total_bytes:
+      description: MemTotal of the node (/proc/meminfo), for the page cache note.
+      type: int
     memory:
       description: C(status), C(reason), C(nodes) (per NUMA node C(gbps), C(threads)).
       type: dict
@@ -200,13 +234,20 @@ _ARGS = dict(
     fio_rand_runtime_s=dict(type="int", default=10),
     fio_rand_iodepth=dict(type="int", default=32),
     fio_rand_jobs=dict(type="int", default=0),
+    smallfile_count=dict(type="int", default=10000),
+    smallfile_kb=dict(type="int", default=64),
+    smallfile_workers=dict(type="int", default=4),
+    smallfile_groups=dict(type="int", default=0),
+    smallfile_phase_s=dict(type="int", default=20),
+    smallfile_drop_caches=dict(type="bool", default=False),
     memory=dict(type="bool", default=True),
     memory_bytes=dict(type="int", default=2 << 30),
     memory_iterations=dict(type="int", default=10),
 )
 
 _POSITIVE = ("gpu_bytes", "gpu_iterations", "p2p_bytes", "p2p_iterations", "fio_size_mb", "fio_runtime_s",
-             "fio_block_kb", "fio_iodepth", "fio_jobs", "memory_bytes", "memory_iterations")
+             "fio_block_kb", "fio_iodepth", "fio_jobs", "memory_bytes", "memory_iterations", "smallfile_kb",
+             "smallfile_workers", "smallfile_phase_s")
 
 
 def main():
@@ -215,7 +256,8 @@ def main():
     bad = ["%s=%s" % (k, opts[k]) for k in _POSITIVE if opts[k] < 1]
     if bad:
         module.fail_json(msg="acceptance_measure: these must be positive: %s" % ", ".join(bad))
-    bad = ["%s=%s" % (k, opts[k]) for k in ("fio_rand_runtime_s", "fio_rand_iodepth", "fio_rand_jobs")
+    bad = ["%s=%s" % (k, opts[k]) for k in ("fio_rand_runtime_s", "fio_rand_iodepth", "fio_rand_jobs", "smallfile_count",
+                                            "smallfile_groups")
            if opts[k] < (1 if k == "fio_rand_iodepth" else 0)]
     if bad:
         module.fail_json(msg="acceptance_measure: fio_rand_iodepth must be positive, the others 0 or more: %s" % ", ".join(bad))

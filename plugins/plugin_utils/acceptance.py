@@ -56,6 +56,12 @@ DEFAULT_THRESHOLDS = {
     "rand_iops_per_hdd": 100.0,
     "hot_rand_iops": 0.0,            # > 0: the hot tier's expected IOPS, instead of the device-derived figure
     "cold_rand_iops": 0.0,
+    # The small-file read of the hot tier must exceed what the workload needs by this fraction to
+    # pass; between need and need x (1 + margin) it is a warning ("barely"), below need an error.
+    "smallfile_margin": 0.25,
+    # Host memory kept by GPU-pinned buffers (data loader pinned batches, offloaded optimizer
+    # states), per GPU: not available to the page cache. A planning figure; set it for the job.
+    "pinned_gb_per_gpu": 8.0,
 }
 _BOOL_THRESHOLDS = ("require_persistence", "expect_gpus")
 
@@ -350,6 +356,103 @@ def judge_randread(tier, t, th, check_mode=False):
     return [_m(name, verdict, reason, target, value, "IOPS", None if expected is None else round(expected), details)]
 
 
+# ------------------------------------------------------------------------------- small files
+
+SMALLFILE_REMEDY = ("more NVMe devices in the hot tier (a wider RAID0), a larger page cache (more RAM, so the "
+                    "dataset stays cached after the first epoch), or fewer, larger files (pack samples into shards)")
+
+
+def ios_per_file(file_kb):
+    """Random I/Os one small-file read costs: a metadata lookup plus the data in requests of up to
+    128 KiB (the block layer's default max_sectors_kb). The basis of the device-derived files/s."""
+    return 1 + int(math.ceil(max(float(file_kb), 1.0) / 128.0))
+
+
+def _workload_need(workload, n):
+    wl = workload or {}
+    per = wl.get("samples_per_s_per_gpu")
+    if not per:
+        return None
+    return float(per) * n
+
+
+def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False):
+    name = "storage.%s_smallfile_read" % tier
+    sfd = sfd or {"status": "skip", "reason": "not measured"}
+    target = sfd.get("path") or (fio_t or {}).get("path") or None
+    if sfd.get("status") != "ok":
+        verdict = "error" if sfd.get("status") == "error" else "skip"
+        reason = sfd.get("reason") or "not measured"
+        if not target and verdict == "skip":
+            reason = "acceptance_%s_path is empty: the %s tier is not measured" % (tier, tier)
+        elif verdict == "skip" and not check_mode and not sfd.get("opted_out"):
+            verdict = "incomplete"
+            reason = "%s; the %s tier's small-file read was not measured" % (reason, tier)
+        return [_m(name, verdict, reason, target)]
+    cold, warm = sfd.get("cold") or {}, sfd.get("warm") or {}
+    value = _r(cold.get("files_per_s") or 0.0)
+    n = int(th["gpu_count"]) or max(1, gpus or 0)
+    kb = sfd.get("file_kb")
+    per_group = "; ".join("%s %s files/s %s MB/s" % (g["name"], g.get("files_per_s"), g.get("mb_per_s"))
+                          for g in cold.get("groups") or [])
+    fig = "%s files/s, %s MB/s cold (%d files of %s KiB, page cache dropped per file; %s); warm %s files/s" % (
+        value, cold.get("mb_per_s"), sfd.get("files") or 0, kb, per_group or "-", warm.get("files_per_s"))
+    if not cold.get("complete"):
+        fig += "; the cold read stopped at its time limit (%s of %s files)" % (cold.get("files"), sfd.get("files"))
+    need = _workload_need(workload, n) if tier == "hot" else None
+    details = {"files": sfd.get("files"), "file_kb": kb, "write_s": sfd.get("write_s"), "cache_drop": sfd.get("cache_drop"),
+               "cold": cold, "warm": warm, "group_kind": sfd.get("group_kind")}
+    if need is not None:
+        margin = th["smallfile_margin"]
+        want = need * (1.0 + margin)
+        if value >= want:
+            verdict, how = "pass", "feeds the GPUs with margin"
+        elif value >= need:
+            verdict, how = "warning", "feeds the GPUs barely (less than %d%% headroom): %s" % (round(100 * margin), SMALLFILE_REMEDY)
+        else:
+            verdict, how = "error", "the GPUs would wait for data (%d%% of what they need): %s" % (
+                round(100.0 * value / need) if need else 0, SMALLFILE_REMEDY)
+        reason = "%s; the workload needs %s samples/s/GPU x %d GPU(s) = %s files/s (+%d%% margin = %s): %s" % (
+            fig, _r((workload or {}).get("samples_per_s_per_gpu")), n, _r(need), round(100 * margin), _r(want), how)
+        if (workload or {}).get("sample_kb") and kb and abs(float(workload["sample_kb"]) - float(kb)) > 0.5:
+            reason += "; measured with %s KiB files, the workload's samples are %s KiB (set acceptance_smallfile_kb)" % (
+                kb, workload["sample_kb"])
+        details.update(need_files_per_s=_r(need), margin=margin)
+        return [_m(name, verdict, reason, target, value, "files/s", _r(need), details)]
+    iops, basis = rand_expected(tier, (fio_t or {}).get("devices"), th)
+    if iops is None:
+        reason = "%s; not judged: %s%s" % (fig, basis, "" if tier != "hot" else
+                                          " (or declare dlrack_hw.workload.samples_per_s_per_gpu)")
+        return [_m(name, "pass", reason, target, value, "files/s", None, details)]
+    expected = _r(iops / ios_per_file(kb))
+    verdict = verdict_for(value, expected, th["tolerance"])
+    reason = "%s; expected >= %s files/s = %s IOPS (%s) / %d I/Os per %s KiB file (no workload declared)" % (
+        fig, expected, _iops(iops), basis, ios_per_file(kb), kb)
+    return [_m(name, verdict, reason, target, value, "files/s", expected, details)]
+
+
+def judge_page_cache(raw, gpus, th, workload=None):
+    """A note beside the small-file figures: does the declared dataset fit in RAM minus the
+    GPU-pinned buffers (so epochs after the first read from the page cache)?"""
+    ds = (workload or {}).get("dataset_gb")
+    total = raw.get("mem_total_bytes")
+    if not ds:
+        return []
+    if not total:
+        return [_m("storage.page_cache", "skip", "the node's memory is not known (MemTotal)")]
+    n = int(th["gpu_count"]) or max(1, gpus or 0)
+    pinned = th["pinned_gb_per_gpu"] * n
+    avail = total / 1e9 - pinned
+    fits = avail >= float(ds)
+    reason = ("dataset %s GB %s RAM %s GB minus GPU-pinned buffers %s GB (%s GB x %d GPU(s)) = %s GB" % (
+        _r(ds), "fits in" if fits else "does not fit in", _r(total / 1e9), _r(pinned), th["pinned_gb_per_gpu"], n, _r(avail)))
+    reason += (": after the first epoch the data loader reads from the page cache" if fits else
+               ": every epoch reads from the tier, so the small-file figure above is what the GPUs get "
+               "(more RAM, or a hot tier that feeds them cold)")
+    return [_m("storage.page_cache", "pass" if fits else "warning", reason, None, _r(avail), "GB", _r(ds),
+               {"dataset_gb": ds, "mem_total_gb": _r(total / 1e9), "pinned_gb": _r(pinned)})]
+
+
 # ------------------------------------------------------------------------------------- memory
 
 def judge_memory(memory, th):
@@ -383,15 +486,22 @@ def judge_memory(memory, th):
 
 # -------------------------------------------------------------------------------------- hosts
 
-def judge_host(raw, thresholds=None):
-    """(status, measurements) for one host's acceptance_measure result."""
+def judge_host(raw, thresholds=None, workload=None):
+    """(status, measurements) for one host's acceptance_measure result; ``workload`` the host's
+    validated dlrack_hw.workload (or dlrack_workload), if any."""
     th = thresholds_for(thresholds)
     if not isinstance(raw, dict):
         ms = [_m("host.measured", "error", "no measurements: the host failed or was unreachable before measuring")]
         return "error", ms
     check = bool(raw.get("check_mode"))
     ms = judge_gpu(raw.get("gpu"), th, check) + judge_health(raw.get("health"), th) + judge_dcgm(raw.get("dcgm"))
-    ms += judge_storage(raw.get("storage"), raw.get("gpu_count"), th, check) + judge_memory(raw.get("memory"), th)
+    ms += judge_storage(raw.get("storage"), raw.get("gpu_count"), th, check)
+    if "smallfiles" in raw:
+        for tier in ("hot", "cold"):
+            ms += judge_smallfiles(tier, (raw.get("smallfiles") or {}).get(tier), (raw.get("storage") or {}).get(tier),
+                                   raw.get("gpu_count"), th, workload, check)
+        ms += judge_page_cache(raw, raw.get("gpu_count"), th, workload)
+    ms += judge_memory(raw.get("memory"), th)
     return host_status(ms), ms
 
 
@@ -417,8 +527,13 @@ def evaluate(inputs, fail_on="error", skipped=None):
             hosts[host] = {"status": "skip", "check_mode": False,
                            "measurements": [_m("host.measured", "skip", skipped[host])]}
             continue
+        if item.get("thresholds_error"):
+            hosts[host] = {"status": "error", "check_mode": bool((item.get("raw") or {}).get("check_mode")), "measurements": [
+                _m("host.workload", "error", "%s: %s; fix the declared workload (the small-file verdict needs it)"
+                   % (host, item["thresholds_error"]))]}
+            continue
         try:
-            status, ms = judge_host(item.get("raw"), item.get("thresholds"))
+            status, ms = judge_host(item.get("raw"), item.get("thresholds"), item.get("workload"))
         except AcceptanceError as exc:
             status, ms = "error", [_m("host.thresholds", "error", "%s: %s; fix the host's acceptance_* variables" % (host, exc))]
         hosts[host] = {"status": status, "check_mode": bool((item.get("raw") or {}).get("check_mode")), "measurements": ms}

@@ -46,7 +46,8 @@ LIMITS = {
     "size_bytes": (1, 1 << 60), "disk_count": (1, MAX_DISKS), "schema": (1, 1 << 31),
     "family": (0, 1 << 16), "model_id": (0, 1 << 16), "stepping": (0, 1 << 16),
 }
-NUM_LIMITS = {"model_params_b": (0, 1e6), "dataset_gb": (0, 1e9), "uptime_s": (0, 1e11)}
+NUM_LIMITS = {"model_params_b": (0, 1e6), "dataset_gb": (0, 1e9), "uptime_s": (0, 1e11),
+              "samples_per_s_per_gpu": (0, 1e8), "sample_kb": (0, 1e8)}
 
 
 def _int(name):
@@ -152,6 +153,8 @@ _WORKLOAD_FIELDS = {
     "kind": ("enum", ("full_finetune", "lora", "inference", "pretrain")),
     "model_params_b": _num("model_params_b"),
     "dataset_gb": _num("dataset_gb"),
+    "samples_per_s_per_gpu": _num("samples_per_s_per_gpu"),   # acceptance: files/s the data loader must feed
+    "sample_kb": _num("sample_kb"),                           # acceptance: size of one sample file
 }
 WORKLOAD_SPEC = ("dict", _WORKLOAD_FIELDS)
 TOP_FIELDS = {

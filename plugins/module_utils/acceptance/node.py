@@ -20,6 +20,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.acceptance import fio 
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu as acceptance_gpu
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import health as acceptance_health
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import memory as acceptance_memory
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import smallfiles as acceptance_smallfiles
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.sysfs_pci import read_link
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
@@ -95,12 +96,49 @@ def plan(opts):
         doc["storage"][tier] = {"path": path, "status": "skip", "reason": why or (
             "%s %s with fio (%d MiB scratch file, %d s per sequential phase, %d s of 4 KiB random reads, removed afterwards)"
             % (would, path, opts["fio_size_mb"], opts["fio_runtime_s"], opts.get("fio_rand_runtime_s", 0)))}
+    doc["smallfiles"] = {}
+    for tier in TIERS:
+        path = opts["%s_path" % tier]
+        count = opts.get("smallfile_count", 0)
+        why = acceptance_fio.check_target(path, 0, opts["require_mount"]) if count else "disabled (acceptance_smallfile_count: 0)"
+        doc["smallfiles"][tier] = {"path": path, "status": "skip", "opted_out": not count or None, "reason": why or (
+            "%s %s: %d files of %d KiB written, read cold by %d reader(s) per GPU (or NUMA node), then removed"
+            % (would, path, count, opts.get("smallfile_kb", 64), opts.get("smallfile_workers", 4)))}
     if not opts["memory"]:
         doc["memory"] = {"status": "skip", "reason": "disabled (acceptance_memory: false)", "nodes": []}
     else:
         doc["memory"] = {"status": "skip", "nodes": [],
                          "reason": "%s copy bandwidth on NUMA nodes %s" % (would, sorted(acceptance_memory.node_cores()) or "-")}
     return doc
+
+
+def mem_total_bytes(meminfo="/proc/meminfo"):
+    try:
+        with open(meminfo) as fh:
+            for line in fh.read(65536).splitlines():
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (IOError, OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def measure_smallfiles(opts, tier, fio_doc, groups):
+    """The small-file read figures of one tier, after its fio phases (a tier fio could not measure
+    is not measurable here either: the same reason)."""
+    path = opts["%s_path" % tier]
+    count = opts.get("smallfile_count", 0)
+    base = {"path": path, "status": "skip", "files": count, "file_kb": opts.get("smallfile_kb", 64)}
+    if not count:
+        return dict(base, reason="disabled (acceptance_smallfile_count: 0)", opted_out=True)
+    why = acceptance_fio.check_target(path, 0, opts["require_mount"])
+    if why:
+        return dict(base, reason=why)
+    res = acceptance_smallfiles.measure(path, groups, count, opts.get("smallfile_kb", 64),
+                                        opts.get("smallfile_workers", 4), opts.get("smallfile_phase_s", 20),
+                                        opts.get("smallfile_drop_caches", False))
+    res.update(path=path, group_kind=groups[0]["kind"] if groups else None)
+    return res
 
 
 def measure(opts, run=run_command):
@@ -136,6 +174,12 @@ def measure(opts, run=run_command):
             opts["fio_iodepth"], opts["fio_jobs"], opts["require_mount"],
             rand_runtime_s=opts.get("fio_rand_runtime_s", 0), rand_iodepth=opts.get("fio_rand_iodepth", 32),
             rand_jobs=opts.get("fio_rand_jobs", 0))
+    doc["smallfiles"] = {}
+    count = opts.get("smallfile_count", 0)
+    groups = acceptance_smallfiles.reader_groups(doc["gpu"], doc["health"], count=opts.get("smallfile_groups", 0)) if count else []
+    for tier in TIERS:
+        doc["smallfiles"][tier] = measure_smallfiles(opts, tier, doc["storage"][tier], groups)
+    doc["mem_total_bytes"] = mem_total_bytes()
     if opts["memory"]:
         doc["memory"] = acceptance_memory.measure(opts["memory_bytes"], opts["memory_iterations"])
     else:

@@ -334,3 +334,87 @@ def test_random_reads_not_measured():
     assert _by(acc.judge_host(raw)[1], "storage.cold_randread_iops")["reason"].startswith("acceptance_cold_path is empty")
     raw["storage"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "fio is not installed on this node"}
     assert _by(acc.judge_host(raw)[1], "storage.hot_randread_iops")["verdict"] == "incomplete"
+
+
+def _sf_raw(files_per_s, gpus=8, devices=None, tier="hot"):
+    """A host whose small-file read gave ``files_per_s`` files/s cold (figures in the shape
+    smallfiles.measure returns; the real runs are in test_smallfiles.py and molecule/acceptance)."""
+    raw = _h200_raw()
+    raw["gpu_count"] = gpus
+    raw["storage"][tier] = dict(raw["storage"]["hot"], path="/mnt/" + tier, devices=devices or [])
+    per = files_per_s / gpus
+    groups = [{"name": "GPU%d" % i, "cpus": "0-7", "workers": 4, "files": 1000, "bytes": 1000 * 65536,
+               "files_per_s": per, "mb_per_s": round(per * 0.065536, 1)} for i in range(gpus)]
+    phase = {"groups": groups, "files": 1000 * gpus, "files_per_s": files_per_s, "mb_per_s": round(files_per_s * 0.065536, 1),
+             "complete": True}
+    raw["smallfiles"] = {"hot": {"path": "/mnt/hot", "status": "skip", "reason": "x"},
+                         "cold": {"path": "", "status": "skip", "reason": "no path set for this tier"}}
+    raw["smallfiles"][tier] = {"path": "/mnt/" + tier, "status": "ok", "files": 1000 * gpus, "file_kb": 64,
+                               "cold": phase, "warm": dict(phase, files_per_s=files_per_s * 5)}
+    raw["mem_total_bytes"] = 2048 * 10 ** 9
+    return raw
+
+
+def test_small_files_feed_the_declared_workload_or_the_gpus_wait():
+    """Issue 24.3: 8 GPUs x 3,000 samples/s = 24,000 files/s; +25% margin = 30,000."""
+    wl = {"samples_per_s_per_gpu": 3000, "sample_kb": 64}
+    for fps, verdict, words in ((31000, "pass", "with margin"), (26000, "warning", "barely"),
+                                (20000, "error", "the GPUs would wait for data (83% of what they need)")):
+        ms = acc.judge_host(_sf_raw(fps), None, wl)[1]
+        m = _by(ms, "storage.hot_smallfile_read")
+        assert (m["verdict"], m["value"], m["unit"], m["expected"]) == (verdict, fps, "files/s", 24000.0), m
+        assert words in m["reason"] and "3000.0 samples/s/GPU x 8 GPU(s) = 24000.0 files/s" in m["reason"]
+        assert "GPU0 %s files/s" % (fps / 8.0) in m["reason"]            # per GPU, beside the total
+        assert len(m["details"]["cold"]["groups"]) == 8
+        if verdict != "pass":
+            assert "more NVMe devices" in m["reason"] and "page cache" in m["reason"]
+    m = _by(acc.judge_host(_sf_raw(31000), {"smallfile_margin": 0.5}, wl)[1], "storage.hot_smallfile_read")
+    assert m["verdict"] == "warning"
+    m = _by(acc.judge_host(_sf_raw(31000), None, dict(wl, sample_kb=512))[1], "storage.hot_smallfile_read")
+    assert "set acceptance_smallfile_kb" in m["reason"]
+
+
+def test_small_files_without_a_workload_against_the_devices():
+    nvme2 = [{"name": "nvme0n1", "kind": "nvme"}, {"name": "nvme1n1", "kind": "nvme"}]
+    # 2 x 200,000 IOPS / (1 + 1) I/Os per 64 KiB file = 200,000 files/s
+    m = _by(acc.judge_host(_sf_raw(250000, devices=nvme2))[1], "storage.hot_smallfile_read")
+    assert (m["verdict"], m["expected"]) == ("pass", 200000.0) and "no workload declared" in m["reason"]
+    assert _by(acc.judge_host(_sf_raw(150000, devices=nvme2))[1], "storage.hot_smallfile_read")["verdict"] == "error"
+    hdd = [{"name": "sd%s" % c, "kind": "hdd"} for c in "abcd"]
+    m = _by(acc.judge_host(_sf_raw(180, devices=hdd, tier="cold"))[1], "storage.cold_smallfile_read")
+    assert (m["verdict"], m["expected"]) == ("warning", 200.0)      # 4 x 100 IOPS / 2 I/Os per file; 180 within 10%
+    assert _by(acc.judge_host(_sf_raw(100, devices=hdd, tier="cold"))[1], "storage.cold_smallfile_read")["verdict"] == "error"
+    m = _by(acc.judge_host(_sf_raw(5000, devices=[{"name": "loop1", "kind": "loop"}]))[1], "storage.hot_smallfile_read")
+    assert m["verdict"] == "pass" and m["expected"] is None and "not judged" in m["reason"]
+    # the hot tier's small-file read not measured while its path is set: incomplete
+    raw = _sf_raw(5000)
+    raw["smallfiles"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "/mnt/hot is not a mount point"}
+    assert _by(acc.judge_host(raw)[1], "storage.hot_smallfile_read")["verdict"] == "incomplete"
+    raw["smallfiles"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "disabled", "opted_out": True}
+    assert _by(acc.judge_host(raw)[1], "storage.hot_smallfile_read")["verdict"] == "skip"
+
+
+def test_page_cache_note():
+    raw = _sf_raw(31000)                      # 2,048 GB RAM, 8 GPUs x 8 GB pinned = 64 GB
+    m = _by(acc.judge_host(raw, None, {"dataset_gb": 1500})[1], "storage.page_cache")
+    assert (m["verdict"], m["value"], m["expected"]) == ("pass", 1984.0, 1500.0)
+    assert "fits in RAM 2048.0 GB minus GPU-pinned buffers 64.0 GB" in m["reason"]
+    m = _by(acc.judge_host(raw, None, {"dataset_gb": 2000})[1], "storage.page_cache")
+    assert m["verdict"] == "warning" and "does not fit" in m["reason"] and "every epoch reads from the tier" in m["reason"]
+    assert [x for x in acc.judge_host(raw)[1] if x["name"] == "storage.page_cache"] == []   # no dataset_gb: no note
+
+
+def test_a_bad_declared_workload_is_the_hosts_error():
+    doc = acc.evaluate({"gpu-01": {"raw": _sf_raw(1000), "thresholds_error": "dlrack_hw.workload.sample_kb: expected a number"}})
+    [m] = doc["hosts"]["gpu-01"]["measurements"]
+    assert (m["name"], m["verdict"]) == ("host.workload", "error") and m["reason"].startswith("gpu-01: dlrack_hw.workload")
+
+
+def test_the_action_reads_and_validates_the_declared_workload():
+    from ansible_collections.dlrack.node.plugins.action.acceptance_report import _workload
+    wl = {"samples_per_s_per_gpu": 3000, "sample_kb": 64}
+    assert _workload({"dlrack_hw": {"workload": wl}})[0]["samples_per_s_per_gpu"] == 3000
+    assert _workload({"dlrack_workload": wl})[0]["sample_kb"] == 64
+    assert _workload({}) == (None, None)
+    clean, problem = _workload({"dlrack_hw": {"workload": {"samples_per_s_per_gpu": "many"}}})
+    assert clean is None and problem.startswith("dlrack_hw.workload.samples_per_s_per_gpu: expected a number")
