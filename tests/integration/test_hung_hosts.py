@@ -150,3 +150,19 @@ def test_site_writes_its_report_when_no_host_can_be_reached_for_provisioning(tmp
     assert "provisioned: none" in out
     for host in ("good-01", "good-02"):
         assert "%s was not provisioned: unreachable: " % host in out
+
+
+def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
+    # a compromised node controls its whole module result: its failure message is the reason shown
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil-python"
+    evil.write_text("#!/bin/sh\nprintf '%%s' '{\"failed\": true, \"msg\": \"{{ lookup(\\\"pipe\\\", \\\"touch %s\\\") }}\"}'\n"
+                    % marker)
+    evil.chmod(0o755)
+    reports = tmp_path / "reports"
+    hosts = {"evil-1": {"ansible_connection": "local", "ansible_python_interpreter": str(evil)}}
+    rc, out, dummy = _play(tmp_path, "preflight.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0 and not marker.exists(), out[-3000:]
+    doc = json.loads((reports / "report.json").read_text())
+    assert [f["message"] for f in _errors(doc, "evil-1") if f["rule"] == "host.gathered"] == [
+        'host evil-1 was not checked: {{ lookup("pipe", "touch %s") }}' % marker]
