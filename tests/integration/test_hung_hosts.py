@@ -31,7 +31,7 @@ def hang(tmp_path):
     """A stand-in ansible_python_interpreter that never answers; its processes are killed after."""
     pids = tmp_path / "hang.pids"
     script = tmp_path / "hang-python"
-    script.write_text("#!/bin/sh\necho $$ >> %s\nexec sleep 3600\n" % pids)
+    script.write_text("#!/bin/sh\necho $$ >> %s\nexec sleep 300\n" % pids)  # ends by itself if a run is killed
     script.chmod(0o755)
     yield {"ansible_connection": "local", "ansible_python_interpreter": str(script)}
     if pids.exists():
@@ -120,7 +120,7 @@ def test_preflight_with_a_hanging_nvidia_smi_names_it_and_its_limit(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     smi = bindir / "nvidia-smi"
-    smi.write_text("#!/bin/sh\nexec sleep 600\n")
+    smi.write_text("#!/bin/sh\nexec sleep 120\n")
     smi.chmod(0o755)
     reports = tmp_path / "reports"
     hosts = {"live-1": {"ansible_connection": "local", "ansible_python_interpreter": VENV_PY}}
