@@ -395,8 +395,10 @@ def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False
     kb = sfd.get("file_kb")
     per_group = "; ".join("%s %s files/s %s MB/s" % (g["name"], g.get("files_per_s"), g.get("mb_per_s"))
                           for g in cold.get("groups") or [])
-    fig = "%s files/s, %s MB/s cold (%d files of %s KiB, page cache dropped per file; %s); warm %s files/s" % (
-        value, cold.get("mb_per_s"), sfd.get("files") or 0, kb, per_group or "-", warm.get("files_per_s"))
+    dropped = ("on tmpfs the files are the page cache: nothing to drop, cold = warm" if (fio_t or {}).get("fstype") == "tmpfs"
+               else "page cache dropped per file" + (" and system-wide" if (sfd.get("cache_drop") or {}).get("system_wide") else ""))
+    fig = "%s files/s, %s MB/s cold (%d files of %s KiB, %s; %s); warm %s files/s" % (
+        value, cold.get("mb_per_s"), sfd.get("files") or 0, kb, dropped, per_group or "-", warm.get("files_per_s"))
     if not cold.get("complete"):
         fig += "; the cold read stopped at its time limit (%s of %s files)" % (cold.get("files"), sfd.get("files"))
     need = _workload_need(workload, n) if tier == "hot" else None

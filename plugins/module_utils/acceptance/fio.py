@@ -174,7 +174,8 @@ def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iode
         return dict(out, status="skip", reason=why)
     if not fio:
         return dict(out, status="skip", reason="fio is not installed on this node (install the fio package to measure storage)")
-    out["devices"] = tier_devices(path)["devices"]
+    found = tier_devices(path)
+    out["devices"], out["fstype"] = found["devices"], found["fstype"]
     if rand_jobs <= 0:                      # auto: 4 jobs per device of the tier (QD32 each saturates NVMe)
         rand_jobs = min(MAX_RAND_JOBS, RAND_JOBS_PER_DEVICE * max(1, len(out["devices"])))
     scratch = scratch_name(path)

@@ -368,6 +368,10 @@ def test_small_files_feed_the_declared_workload_or_the_gpus_wait():
         assert len(m["details"]["cold"]["groups"]) == 8
         if verdict != "pass":
             assert "more NVMe devices" in m["reason"] and "page cache" in m["reason"]
+    assert "page cache dropped per file;" in _by(acc.judge_host(_sf_raw(31000), None, wl)[1], "storage.hot_smallfile_read")["reason"]
+    tmpfs = _sf_raw(31000)
+    tmpfs["storage"]["hot"]["fstype"] = "tmpfs"
+    assert "on tmpfs the files are the page cache" in _by(acc.judge_host(tmpfs, None, wl)[1], "storage.hot_smallfile_read")["reason"]
     m = _by(acc.judge_host(_sf_raw(31000), {"smallfile_margin": 0.5}, wl)[1], "storage.hot_smallfile_read")
     assert m["verdict"] == "warning"
     m = _by(acc.judge_host(_sf_raw(31000), None, dict(wl, sample_kb=512))[1], "storage.hot_smallfile_read")

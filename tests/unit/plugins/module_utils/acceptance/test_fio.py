@@ -118,6 +118,7 @@ def test_real_fio_on_a_directory(tmp_path):
     assert doc["status"] == "ok", doc
     assert doc["read"]["bytes_per_s"] > 0 and doc["write"]["bytes_per_s"] > 0
     assert doc["write"]["jobs"] == 2 and doc["direct"] in (True, False)
+    assert doc["fstype"] and isinstance(doc["devices"], list)
     rand = doc["randread"]
     assert rand["iops"] > 0 and rand["block_kb"] == 4 and (rand["jobs"], rand["iodepth"]) == (2, 8)
     assert 0 < rand["lat_p50_us"] <= rand["lat_p99_us"]
