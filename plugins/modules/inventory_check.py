@@ -19,7 +19,7 @@ description:
     or when the inventory holds no host at all.
   - With a file-based fact cache (C(fact_caching=jsonfile), C(yaml), C(pickle)), which keeps one file per
     host name, it also fails naming each host whose name cannot be such a file (longer than 239 bytes,
-    or holding a path separator or NUL): Ansible would otherwise fail deep in a task on that host.
+    or holding a path separator or NUL); Ansible would otherwise fail deep in a task on that host.
   - Does not depend on C(unparsed_is_failed) or C(any_unparsed_is_failed) in C(ansible.cfg), so it also
     holds for users of the installed collection.
   - The collection's entry points (preflight.yml, site.yml through it, drift.yml, acceptance.yml) run it
