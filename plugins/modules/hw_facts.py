@@ -35,7 +35,7 @@ description:
     above 16383 (cpulist.MAX_CPUS - 1). One odd GPU never drops the others.
   - Every command it runs is bounded in time (O(command_timeout)) and in output
     (O(command_output_limit) bytes per stream) by the collection's one command runner; a command past a
-    limit is killed with its whole process group. A command that broke a limit (a wedged driver: an
+    limit is killed with its whole process group. A command that broke a limit (a wedged driver, an
     nvidia-smi that never answers, or one that prints without end) fails the host with a message that
     names the command and the limit, in bounded time; the partial description is still returned in
     C(dlrack_hw) (not as a fact).
