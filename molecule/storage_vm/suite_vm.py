@@ -13,7 +13,13 @@ NV_OLD = "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_DLNVME0003"
 HDD = ["/dev/disk/by-id/wwn-0x5000c500dead000%d" % i for i in (1, 2, 3, 4)]
 MD_OLD = "/dev/disk/by-id/wwn-0x5000c500dead0005"
 PT = "/dev/disk/by-id/wwn-0x5000c500dead0006"
-AUTO = {}   # role defaults: auto selection, raid0 hot, raid6 cold
+# Role defaults (auto selection, raid0 hot, raid6 cold) but a device timeout for an emulated guest:
+# with the default 30s a reboot under TCG on a loaded host assembled the arrays (in userspace: the
+# initramfs is MODULES=dep) 65 s after the mount jobs started, so both mounts had failed (nofail)
+# and the reboot case failed by timing, not by what it checks (device order). Real hardware
+# assembles in well under a second.
+DEVICE_TIMEOUT = "180s"
+AUTO = {"storage_tiers_device_timeout": DEVICE_TIMEOUT}
 
 
 def target(s):
@@ -114,7 +120,8 @@ def verify(s):
             assert re.search(r"sunit=128\s+swidth=256 blks", info), info
         fstab = tgt.sh("cat /etc/fstab")
         for mnt in ("/mnt/hot", "/mnt/archive"):
-            assert re.search(r"(?m)^UUID=[0-9a-f-]{36} %s xfs noatime,nofail,x-systemd.device-timeout=30s 0 0$" % mnt,
+            assert re.search(r"(?m)^UUID=[0-9a-f-]{36} %s xfs noatime,nofail,x-systemd.device-timeout=%s 0 0$"
+                             % (mnt, DEVICE_TIMEOUT),
                              fstab), fstab
         tgt.sh("findmnt --verify")
         conf = tgt.sh("cat /etc/mdadm/mdadm.conf")
