@@ -26,6 +26,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # 
     FAIL_ON_VARS, HOST_VARS, RUN_WIDE_VARS, SETTING_VARS, DriftFileError, HostView, SettingsError, _plain, _same,
     host_fail_on, host_notes, host_view, hosts_to_gather, load_drift, own_values, read_host, run_preflight,
     run_wide_conflict, untrusted_facts, verdict_host, verdict_message)
+from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
 
 _SPEC = {
@@ -309,8 +310,13 @@ class ActionModule(ActionBase):
         result["verdict_msg"] = verdict_message(out["failed_hosts"], args["fail_on"],
                                                 (out.get("report_paths") or {}).get("html") or args.get("report_dir"),
                                                 own_fail_on)
-        if args["publish_stats"] and out["failed_hosts"]:
-            # what ansible.builtin.set_stats returns (per_host false, aggregate false)
-            result["ansible_stats"] = {"data": {"dlrack_preflight_failed_hosts": list(out["failed_hosts"])},
-                                       "per_host": False, "aggregate": False}
+        if args["publish_stats"]:
+            # what ansible.builtin.set_stats returns (per_host false, aggregate false). AWX merges
+            # the stats of a sliced job's slices by key, the last one winning: each slice's verdict
+            # also goes under a key of its own (plugin_utils/report_merge.py, docs/awx.md).
+            key, value = slice_artifact(args["hosts"], out["host_status"], out["failed_hosts"], args["fail_on"])
+            data = {key: value}
+            if out["failed_hosts"]:
+                data["dlrack_preflight_failed_hosts"] = list(out["failed_hosts"])
+            result["ansible_stats"] = {"data": data, "per_host": False, "aggregate": False}
         return result

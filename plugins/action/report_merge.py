@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: dlrack.node contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side merge of the slices' report.json files into one fleet report (docs/awx.md)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import verdict_message
+from ansible_collections.dlrack.node.plugins.plugin_utils.report import ReportWriteError
+from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import MergeError, merge_report_files
+
+_SPEC = {
+    "inputs": {"type": "list", "elements": "path", "required": True},
+    "report_dir": {"type": "path", "required": True},
+    "report_prefix": {"type": "str", "default": "report"},
+    "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
+    "print_summary": {"type": "bool", "default": True},
+    "fail": {"type": "bool", "default": True},
+}
+_VARIABLES = {"inputs": "dlrack_report_merge_inputs", "report_dir": "dlrack_report_dir",
+              "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings"}
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        checked = ArgumentSpecValidator(_SPEC).validate(self._task.args)
+        if checked.error_messages:
+            text = "; ".join(checked.error_messages)
+            named = ["%s (variable %s)" % (o, v) for o, v in sorted(_VARIABLES.items()) if o in text]
+            raise AnsibleActionFail("report_merge: %s%s" % (text, (": set " + ", ".join(named)) if named else ""))
+        args = checked.validated_parameters
+        try:
+            out = merge_report_files([os.path.expanduser(p) for p in args["inputs"]], args["report_dir"],
+                                     prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])
+        except (MergeError, ReportWriteError) as exc:
+            raise AnsibleActionFail(str(exc))
+        if args["print_summary"]:
+            display.display("\n".join(out["lines"]))
+        result.update(out)
+        result["changed"] = False
+        result["verdict_msg"] = verdict_message(out["failed_hosts"], out["fail_on"], out["report_paths"]["html"],
+                                                out["fail_on_hosts"])
+        if out["failed_hosts"] and args["fail"]:
+            # the exit code of the unsliced run: non-zero, one failure naming every failing host
+            result.update(failed=True, msg=result["verdict_msg"])
+        return result

@@ -1,0 +1,173 @@
+"""Sliced pre-flights (issue 23): the per-slice verdict in the run's stats survives AWX's artifact
+merge, and N slices' report.json files merge into the reports one unsliced run writes.
+
+AWX's two rules are reproduced here, in the test harness only (never in the collection), from
+ansible/awx at e21dd0a0933fd544d1fe2513c54fe41203775eb5:
+  awx/main/models/inventory.py  Inventory.get_sliced_hosts: host_queryset[slice_number - 1::slice_count]
+  awx/main/models/workflow.py   WorkflowJob.get_effective_artifacts: artifacts.update(job artifacts) for
+                                the jobs ordered by ('finished', 'id'), the last to finish winning per key
+"""
+import copy
+import json
+import os
+import re
+
+import pytest
+
+from ansible_collections.dlrack.node.plugins.plugin_utils import report_merge
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import collect_host_inputs, run_preflight
+from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import (
+    MergeError, fleet_verdict, load_report, merge_report_files, merge_reports, slice_artifact)
+
+from hwdocs import GATHERED, GOOD
+
+BAD = {"schema": 1, "source": "declared", "cpu": {"model": "AMD EPYC 7763 64-Core Processor", "sockets": -2},
+       "gpu": {"model": "NVIDIA A100-SXM4-80GB", "count": 8}}
+
+
+def awx_sliced_hosts(hosts, slice_number, slice_count):
+    """awx/main/models/inventory.py get_sliced_hosts, as written there."""
+    if slice_count > 1 and slice_number > 0:
+        offset = slice_number - 1
+        hosts = hosts[offset::slice_count]
+    return hosts
+
+
+def awx_effective_artifacts(jobs_in_finish_order):
+    """awx/main/models/workflow.py get_effective_artifacts: a shallow dict.update per job."""
+    artifacts = {}
+    for job_artifacts in jobs_in_finish_order:
+        artifacts.update(job_artifacts)
+    return artifacts
+
+
+def _host_vars(name, i):
+    warm = copy.deepcopy(GOOD)
+    warm["memory"] = dict(warm.get("memory") or {}, ecc="disabled")   # a finding of its own
+    doc = (GOOD, BAD, warm, GOOD)[i % 4]
+    if i % 5 == 0:
+        return {"dlrack_hw_gathered": GATHERED}
+    return {"dlrack_hw": doc}
+
+
+HOSTS = ["gpu-%02d" % i for i in range(1, 15)]
+
+
+def _inputs(hosts):
+    return dict((h, collect_host_inputs(h, _host_vars(h, HOSTS.index(h)))) for h in hosts)
+
+
+def _json(path):
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    doc["summary"].pop("generated_at")
+    doc["summary"].pop("run_id")
+    return doc
+
+
+def _xml(path):
+    with open(path, encoding="utf-8") as fh:
+        return re.sub(r'name="run_id" value="[^"]*"', 'name="run_id" value=""', fh.read())
+
+
+def _sliced(tmp_path, count, fail_on="error"):
+    paths, stats = [], []
+    for n in range(1, count + 1):
+        hosts = awx_sliced_hosts(HOSTS, n, count)
+        out = run_preflight(_inputs(hosts), report_dir=str(tmp_path / ("slice%d" % n)), fail_on=fail_on)
+        paths.append(out["report_paths"]["json"])
+        key, value = slice_artifact(hosts, out["host_status"], out["failed_hosts"], fail_on)
+        stats.append({key: value, "dlrack_preflight_failed_hosts": out["failed_hosts"]})
+    return paths, stats
+
+
+@pytest.mark.parametrize("count,fail_on", [(2, "error"), (3, "error"), (4, "warning"), (14, "error")])
+def test_slices_merge_to_the_unsliced_reports(tmp_path, count, fail_on):
+    whole = run_preflight(_inputs(HOSTS), report_dir=str(tmp_path / "whole"), fail_on=fail_on)
+    assert whole["failed_hosts"] and len(whole["failed_hosts"]) < len(HOSTS)
+    paths, _ = _sliced(tmp_path, count, fail_on)
+    merged = merge_report_files(paths, str(tmp_path / "merged"))
+    assert merged["failed_hosts"] == whole["failed_hosts"]
+    assert merged["summary"] == whole["summary"]
+    w, m = whole["report_paths"], merged["report_paths"]
+    assert _json(m["json"]) == _json(w["json"])
+    assert _xml(m["xml"]) == _xml(w["xml"])
+    with open(m["html"], encoding="utf-8") as fh:
+        page = fh.read()
+    for host in HOSTS:
+        assert host in page
+
+
+def test_per_slice_stats_survive_the_awx_merge_in_any_finish_order(tmp_path):
+    whole = run_preflight(_inputs(HOSTS), fail_on="error")
+    _, stats = _sliced(tmp_path, 4)
+    for order in (stats, stats[::-1], stats[1:] + stats[:1]):
+        artifacts = awx_effective_artifacts(order)
+        verdict = fleet_verdict(artifacts)
+        assert verdict["failed_hosts"] == whole["failed_hosts"]
+        assert verdict["slices"] == 4 and verdict["hosts"] == len(HOSTS)
+        assert (verdict["pass"], verdict["warn"], verdict["fail"]) == tuple(
+            whole["summary"][s] for s in ("pass", "warn", "fail"))
+        # the one shared key holds only the last slice's hosts: what the per-slice keys are for
+        assert artifacts["dlrack_preflight_failed_hosts"] == order[-1]["dlrack_preflight_failed_hosts"]
+        assert artifacts["dlrack_preflight_failed_hosts"] != whole["failed_hosts"]
+
+
+def test_slice_keys_differ_per_slice_and_stay_small():
+    keys = set(report_merge.slice_key(awx_sliced_hosts(HOSTS, n, 4)) for n in range(1, 5))
+    assert len(keys) == 4 and all(k.startswith("dlrack_preflight_slice_") for k in keys)
+    assert report_merge.slice_key(["b", "a"]) == report_merge.slice_key(["a", "b"])
+    fleet = ["node%05d" % i for i in range(2500)]
+    _, value = slice_artifact(fleet, dict((h, "fail") for h in fleet), fleet, "error")
+    assert len(json.dumps(value)) < 2500 * 14      # names and counts only, no findings
+
+
+def test_overlapping_slices_are_refused(tmp_path):
+    paths, _ = _sliced(tmp_path, 2)
+    with pytest.raises(MergeError, match=r"host gpu-01 is in report merge inputs .*slice1.* and .*slice1.* with the "
+                                         r"same result: each host must come from exactly one slice"):
+        merge_report_files([paths[0], paths[0]], str(tmp_path / "m"))
+    doc = load_report(paths[0])
+    other = copy.deepcopy(doc)
+    other["hosts"]["gpu-01"]["findings"].append({"rule": "x", "severity": "info", "message": "other"})
+    with pytest.raises(MergeError, match="with different results"):
+        merge_reports([(paths[0], doc), ("other.json", other)])
+
+
+def test_slices_of_different_runs_are_refused(tmp_path):
+    a = run_preflight(_inputs(HOSTS[:5]), report_dir=str(tmp_path / "a"), fail_on="error")
+    b = run_preflight(_inputs(HOSTS[5:]), report_dir=str(tmp_path / "b"), fail_on="warning")
+    with pytest.raises(MergeError, match=r"disagree on fail_on \(error vs warning\): merge only the slices of one run"):
+        merge_report_files([a["report_paths"]["json"], b["report_paths"]["json"]], str(tmp_path / "m"))
+    doc = load_report(a["report_paths"]["json"])
+    versioned = copy.deepcopy(load_report(b["report_paths"]["json"]))
+    versioned["summary"]["fail_on"] = "error"
+    versioned["summary"]["rules_version"] = "2"
+    with pytest.raises(MergeError, match="disagree on rules_version"):
+        merge_reports([("a.json", doc), ("b.json", versioned)])
+
+
+def test_bad_inputs_get_one_sentence(tmp_path):
+    out = run_preflight(_inputs(HOSTS[:4]), report_dir=str(tmp_path / "a"))
+    path = out["report_paths"]["json"]
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    cut = tmp_path / "cut.json"
+    doc = json.loads(text)
+    del doc["hosts"]["gpu-02"]
+    cut.write_text(json.dumps(doc))
+    with pytest.raises(MergeError, match=r"counts 4/.* host\(s\) \(all/pass/warn/fail\) in its summary but holds 3/.*: the file is cut or edited"):
+        merge_report_files([str(cut)], str(tmp_path / "m"))
+    half = tmp_path / "half.json"
+    half.write_text(text[:len(text) // 2])
+    with pytest.raises(MergeError, match=r"half.json is not JSON"):
+        merge_report_files([str(half)], str(tmp_path / "m"))
+    with pytest.raises(MergeError, match=r"missing.json cannot be read"):
+        merge_report_files([str(tmp_path / "missing.json")], str(tmp_path / "m"))
+    other = tmp_path / "other.json"
+    other.write_text('{"hosts": []}')
+    with pytest.raises(MergeError, match="is no pre-flight report.json"):
+        merge_report_files([str(other)], str(tmp_path / "m"))
+    with pytest.raises(MergeError, match="dlrack_report_merge_inputs is empty"):
+        merge_report_files([], str(tmp_path / "m"))
+    assert not os.path.exists(str(tmp_path / "m"))
