@@ -50,11 +50,14 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(str(exc))
         if args["print_summary"]:
             display.display("\n".join(out["lines"]))
-        result.update(out)
         result["changed"] = False
         result["verdict_msg"] = verdict_message(out["failed_hosts"], out["fail_on"], out["report_paths"]["html"],
                                                 out["fail_on_hosts"])
         if out["failed_hosts"] and args["fail"]:
-            # the exit code of the unsliced run: non-zero, one failure naming every failing host
-            result.update(failed=True, msg=result["verdict_msg"])
+            # the exit code of the unsliced run: non-zero, one failure naming every failing host. A
+            # failed result is printed whole: only the message and the paths, not the fleet again.
+            result.update(failed=True, msg=result.pop("verdict_msg"), report_paths=out["report_paths"])
+            return result
+        out.pop("lines")
+        result.update(out)
         return result

@@ -57,13 +57,14 @@ hosts:
   returned: success
   type: int
 failed_hosts:
-  description: The failing hosts per the run's C(dlrack_fail_on) (and a host's own).
-  returned: always
+  description: The failing hosts per the run's C(dlrack_fail_on) (and a host's own); when the task fails
+    (O(fail=true)) its message names them instead.
+  returned: success
   type: list
   elements: str
 summary:
   description: The merged report's summary counts.
-  returned: always
+  returned: success
   type: dict
 report_paths:
   description: Paths of the merged C(json), C(xml) and C(html) files.
