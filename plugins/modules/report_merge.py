@@ -47,8 +47,17 @@ options:
     description: Fail the task (naming every failing host) when a host fails.
     type: bool
     default: true
-author:
-  - dlrack.node contributors
+attributes:
+  check_mode:
+    support: none
+    description: Writes the merged reports also in check mode (they are the run's output, on the controller only).
+  action:
+    support: full
+    description: Runs on the controller as an action plugin (plugins/action/report_merge.py).
+  connection:
+    support: none
+    description: Uses no connection.
+author: dlrack.node contributors (@dlrack)
 """
 
 RETURN = r"""
