@@ -105,7 +105,7 @@ def test_report_merge_streamed(tmp_path):
         assert r.status == "failed"
         inputs.append(str(d / "r" / "report.json"))
     merged, rc = _streamed(tmp_path, "playbooks/report_merge.yml",
-                       {"dlrack_report_merge_inputs": inputs, "dlrack_report_dir": str(tmp_path / "fleet")})
+                           {"dlrack_report_merge_inputs": inputs, "dlrack_report_dir": str(tmp_path / "fleet")})
     assert merged.status == "failed" and rc == 2
     (host, msg), = _failed(merged)
     assert "pre-flight failed for 5 host(s)" in msg
