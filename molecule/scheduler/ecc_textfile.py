@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Print the ECC collector's textfile for a copy of a real EDAC tree with UE uncorrected errors.
 
 The tree is tests/data/edac/netdata-issue1508-serverB (mc0 with csrow0-3, all counters 0 in the

@@ -257,4 +257,3 @@ def _k8s_patch(name, labels, annotations):
     if annotations:
         meta["annotations"] = annotations
     return {"name": name, "definition": {"apiVersion": "v1", "kind": "Node", "metadata": meta}}
-

@@ -245,8 +245,8 @@ def act(conf, verdict, scontrol=None, now=None):
     after = sc.show([node]).get(node)
     done = after is not None and (after["drained"] if action == "drain" else not after["drained"])
     if not done:
-        raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"],
-                                                              (": " + "; ".join(problems)) if problems else ""))
+        more = (": " + "; ".join(problems)) if problems else ""
+        raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"], more))
     return "%s: %s (%s)" % (node, "drained" if action == "drain" else "resumed", reason or why)
 
 
@@ -296,8 +296,8 @@ def main(argv=None):
     if "json" in flags:
         sys.stdout.write(json.dumps(verdict, sort_keys=True) + "\n")
     else:
-        sys.stdout.write("dlrack-health-check: %s%s\n" % ("FAIL " + ",".join(verdict["rules"]) if verdict["rules"] else "PASS",
-                                                         ("; " + line) if line else ""))
+        head = ("FAIL " + ",".join(verdict["rules"])) if verdict["rules"] else "PASS"
+        sys.stdout.write("dlrack-health-check: %s%s\n" % (head, ("; " + line) if line else ""))
         for note in verdict["notes"]:
             sys.stdout.write("  %s\n" % note)
     return rc

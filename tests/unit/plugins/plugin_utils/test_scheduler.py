@@ -31,8 +31,8 @@ def _preflight(tmp_path, n_pass=18, fail=("gpu-01.rack7",), warn=("gpu-02.rack7"
     for i in range(n_pass):
         hosts["gpu-%02d.rack7" % (i + 3)] = {"status": "pass", "findings": []}
     for h in fail:
-        hosts[h] = {"status": "fail", "findings": [_finding("memory.ecc_errors", "error"), _finding("gpu.pcie_link", "error"),
-                                                  _finding("gpu.interconnect", "warning")]}
+        hosts[h] = {"status": "fail", "findings": [
+            _finding("memory.ecc_errors", "error"), _finding("gpu.pcie_link", "error"), _finding("gpu.interconnect", "warning")]}
     for h in warn:
         hosts[h] = {"status": "warn", "findings": [_finding("cpu.cores_exceed_gpus", "warning")]}
     return _write(tmp_path, "report.json", {"hosts": hosts, "summary": {"run_id": RUN}})
