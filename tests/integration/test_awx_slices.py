@@ -77,7 +77,7 @@ def test_slices_run_by_ansible_runner_merge_to_the_unsliced_run(tmp_path, count)
         slices.append((hosts, r))
     # 1. the merged artifacts hold every slice's verdict, whichever slice finishes last
     for order in (slices, slices[::-1]):
-        artifacts = awx_effective_artifacts([_artifacts(r) for _, r in order])
+        artifacts = awx_effective_artifacts([_artifacts(r) for dummy, r in order])
         verdict = fleet_verdict(artifacts)
         assert verdict["failed_hosts"] == FAILING and verdict["hosts"] == len(HOSTS) and verdict["slices"] == count
         assert verdict["failed_hosts"] == fleet_verdict(_artifacts(whole))["failed_hosts"]

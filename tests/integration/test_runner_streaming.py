@@ -89,8 +89,8 @@ def test_preflight_streamed_gives_what_ansible_playbook_gives(tmp_path):
     assert direct.status == "failed" and direct.rc == 2
     assert (streamed.status, rc) == (direct.status, direct.rc)
     assert _stats(streamed) == _stats(direct) and _stats(streamed)["dlrack_preflight_failed_hosts"]
-    assert [h for h, _ in _failed(streamed)] == [h for h, _ in _failed(direct)]
-    assert [m.replace("r-stream", "r-direct") for _, m in _failed(streamed)] == [m for _, m in _failed(direct)]
+    assert [f[0] for f in _failed(streamed)] == [f[0] for f in _failed(direct)]
+    assert [f[1].replace("r-stream", "r-direct") for f in _failed(streamed)] == [f[1] for f in _failed(direct)]
     assert _doc(tmp_path / "r-stream" / "report.json") == _doc(tmp_path / "r-direct" / "report.json")
 
 

@@ -85,7 +85,7 @@ def _sliced(tmp_path, count, fail_on="error"):
 def test_slices_merge_to_the_unsliced_reports(tmp_path, count, fail_on):
     whole = run_preflight(_inputs(HOSTS), report_dir=str(tmp_path / "whole"), fail_on=fail_on)
     assert whole["failed_hosts"] and len(whole["failed_hosts"]) < len(HOSTS)
-    paths, _ = _sliced(tmp_path, count, fail_on)
+    paths = _sliced(tmp_path, count, fail_on)[0]
     merged = merge_report_files(paths, str(tmp_path / "merged"))
     assert merged["failed_hosts"] == whole["failed_hosts"]
     assert merged["summary"] == whole["summary"]
@@ -100,7 +100,7 @@ def test_slices_merge_to_the_unsliced_reports(tmp_path, count, fail_on):
 
 def test_per_slice_stats_survive_the_awx_merge_in_any_finish_order(tmp_path):
     whole = run_preflight(_inputs(HOSTS), fail_on="error")
-    _, stats = _sliced(tmp_path, 4)
+    stats = _sliced(tmp_path, 4)[1]
     for order in (stats, stats[::-1], stats[1:] + stats[:1]):
         artifacts = awx_effective_artifacts(order)
         verdict = fleet_verdict(artifacts)
@@ -118,12 +118,12 @@ def test_slice_keys_differ_per_slice_and_stay_small():
     assert len(keys) == 4 and all(k.startswith("dlrack_preflight_slice_") for k in keys)
     assert report_merge.slice_key(["b", "a"]) == report_merge.slice_key(["a", "b"])
     fleet = ["node%05d" % i for i in range(2500)]
-    _, value = slice_artifact(fleet, dict((h, "fail") for h in fleet), fleet, "error")
+    value = slice_artifact(fleet, dict((h, "fail") for h in fleet), fleet, "error")[1]
     assert len(json.dumps(value)) < 2500 * 14      # names and counts only, no findings
 
 
 def test_overlapping_slices_are_refused(tmp_path):
-    paths, _ = _sliced(tmp_path, 2)
+    paths = _sliced(tmp_path, 2)[0]
     with pytest.raises(MergeError, match=r"host gpu-01 is in report merge inputs .*slice1.* and .*slice1.* with the "
                                          r"same result: each host must come from exactly one slice"):
         merge_report_files([paths[0], paths[0]], str(tmp_path / "m"))
