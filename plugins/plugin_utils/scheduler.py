@@ -10,7 +10,8 @@ Input: the JSON reports a run wrote (pre-flight ``report.json``/``site.json``, `
   rule ids (this includes ``memory.ecc_errors``, the uncorrected ECC counters);
 - the drift record is ``drifted`` (``drift.drifted``) or ``error`` (``drift.error``: could not be
   checked);
-- acceptance gave ``error``: ``acceptance.<measurement>`` for each failing measurement.
+- acceptance gave ``error``: ``acceptance.<measurement>`` for each failing measurement
+  (``skip`` and ``incomplete`` hosts were not judged by acceptance: neither drained nor resumed).
 
 Warnings never drain. A judged host that does not fail *passes*: it is resumed/untainted when
 (and only when) the scheduler says it was taken out by us.
@@ -77,8 +78,11 @@ def verdicts(docs):
             if not isinstance(res, dict):
                 continue
             status = res.get("status")
-            if "measurements" in res and status == "skip":
-                continue                        # not measured: acceptance did not judge it
+            if "measurements" in res and status in ("skip", "incomplete"):
+                # not measured (skip), or not all of it (incomplete: fio missing, a tier not
+                # mounted, no GPU driver): acceptance did not judge the host, so it is neither
+                # drained nor resumed for it
+                continue
             fails = out.setdefault(host, [])
             if "measurements" in res:          # acceptance.json
                 if status == "error":

@@ -65,6 +65,20 @@ def test_drift_and_acceptance_verdicts_merge(tmp_path):
     assert [g["nodes"] for g in out["drain"]] == [["a"], ["b"], ["c"]] and out["resume"] == []
 
 
+def test_incomplete_acceptance_is_not_judged(tmp_path):
+    """A host acceptance could not fully measure (fio missing, a tier not mounted) is neither
+    drained nor resumed: it was not judged, and a drain of ours stays until a real verdict."""
+    acc = _write(tmp_path, "acceptance.json", {"hosts": {
+        "e": {"status": "incomplete", "measurements": [{"name": "fio.hot_read", "verdict": "incomplete"},
+                                                       {"name": "gpu.h2d_bandwidth", "verdict": "pass"}]},
+        "f": {"status": "pass", "measurements": [{"name": "fio.hot_read", "verdict": "pass"}]}},
+        "summary": {}})
+    found, dummy = scheduler.verdicts([json.load(open(acc))])
+    assert found == {"f": []}
+    out = scheduler.plan([acc], max_nodes=5, max_percent=100)
+    assert out["judged"] == 1 and out["resume"] == ["f"] and out["drain"] == []
+
+
 def test_over_the_cap_drains_nothing_and_names_the_count(tmp_path):
     path = _preflight(tmp_path, n_pass=17, fail=("f1", "f2", "f3"), warn=())
     out = scheduler.plan([path], max_nodes=5, max_percent=10)
