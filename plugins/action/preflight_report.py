@@ -115,7 +115,7 @@ def fact_keys(hostvars, hosts):
         return {}
     try:
         cached = set(cache.keys())
-    except Exception:  # pylint: disable=broad-except - a cache plugin that cannot list: read each host
+    except Exception:  # pylint: disable=broad-except  # a cache plugin that cannot list: read each host
         cached = None
     out = {}
     for host in hosts:
@@ -123,7 +123,7 @@ def fact_keys(hostvars, hosts):
             continue
         try:
             facts = cache.get(host)
-        except Exception:  # pylint: disable=broad-except - no facts (KeyError) or an unreadable entry
+        except Exception:  # pylint: disable=broad-except  # no facts (KeyError) or an unreadable entry
             continue
         if isinstance(facts, dict) and facts:
             out[host] = list(facts)
@@ -222,7 +222,7 @@ class ActionModule(ActionBase):
             manager = self._task.get_variable_manager()
             context = manager.get_vars(play=self._task.get_play(), task=self._task, include_hostvars=False)
             found = Templar(loader=self._loader, variables=context).template(raw)
-        except Exception as exc:  # pylint: disable=broad-except - any failure: say what to do instead
+        except Exception as exc:  # pylint: disable=broad-except  # any failure: say what to do instead
             raise SettingsError("%s for the run cannot be told apart from host %s's own value (%s): set it "
                                 "with extra vars (-e %s=...)" % (_VARIABLES.get(option, option), console(first),
                                                                  console(exc), _VARIABLES.get(option, option)))

@@ -423,8 +423,8 @@ def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False
         return [_m(name, verdict, reason, target, value, "files/s", _r(need), details)]
     iops, basis = rand_expected(tier, (fio_t or {}).get("devices"), th)
     if iops is None:
-        reason = "%s; not judged: %s%s" % (fig, basis, "" if tier != "hot" else
-                                          " (or declare dlrack_hw.workload.samples_per_s_per_gpu)")
+        hint = "" if tier != "hot" else " (or declare dlrack_hw.workload.samples_per_s_per_gpu)"
+        reason = "%s; not judged: %s%s" % (fig, basis, hint)
         return [_m(name, "pass", reason, target, value, "files/s", None, details)]
     expected = _r(iops / ios_per_file(kb))
     verdict = verdict_for(value, expected, th["tolerance"])

@@ -107,6 +107,6 @@ def host_name_problems(names, cache_plugin=None):
 def inventory_problems(inventory, cache_plugin=None):
     """problems() and host_name_problems() for an Ansible InventoryManager."""
     data = getattr(inventory, "_inventory", None)
-    hosts = [h for h in (getattr(data, "hosts", None) or {})]
+    hosts = list(getattr(data, "hosts", None) or {})
     return problems(getattr(inventory, "_sources", []) or [], getattr(data, "processed_sources", []) or [],
                     len(hosts)) + host_name_problems(hosts, cache_plugin)

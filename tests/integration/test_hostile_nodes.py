@@ -127,7 +127,7 @@ def test_a_nodes_facts_cannot_change_the_run(tmp_path):
     bad.answer(broken)
     inv = inventory(tmp_path, {"a-evil": node_vars(evil), "b-bad": node_vars(bad)})
     reports = tmp_path / "reports"
-    for _ in range(2):                                         # the second run reads the fact cache
+    for dummy in range(2):                                         # the second run reads the fact cache
         run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
         assert run.returncode == 2, run.stdout
         assert "pre-flight failed for" in run.stdout and "b-bad" in run.stdout

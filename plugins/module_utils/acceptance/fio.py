@@ -218,7 +218,7 @@ def _mount_devno(path, mountinfo="/proc/self/mountinfo"):
                 point = parts[4].replace("\\040", " ")
                 if point == mnt:
                     sep = parts.index("-")
-                    major, _, minor = parts[2].partition(":")
+                    major, dummy, minor = parts[2].partition(":")
                     if major.isdigit() and minor.isdigit():
                         found = (int(major), int(minor), parts[sep + 1] if len(parts) > sep + 1 else None)
     except (IOError, OSError):

@@ -175,7 +175,7 @@ def read_phase(root, files, groups, workers_per_group, phase_s):
     k = 0
     try:
         for g in groups:
-            for _ in range(workers_per_group):
+            for dummy in range(workers_per_group):
                 indices = range(k, files, total_workers)
                 rfd, wfd = os.pipe()
                 pid = os.fork()
@@ -207,7 +207,7 @@ def read_phase(root, files, groups, workers_per_group, phase_s):
                 errors.append("%s: %s" % (name, line[:200] or "worker gave no result"))
         children = []
     finally:
-        for pid, rfd, _ in children:       # interrupted: stop and reap every reader
+        for pid, rfd, dummy in children:       # interrupted: stop and reap every reader
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

@@ -156,7 +156,7 @@ def test_tier_devices_from_mountinfo_and_sysfs(tmp_path):
         (("9:0", hot, "xfs"), ("8:1", cold, "xfs"), ("7:7", loop, "ext4"), ("0:52", mnt / "shm", "tmpfs")))))
     orig = af._mount_of
     try:
-        af._mount_of = lambda p: str(p)
+        af._mount_of = str
         assert af.tier_devices(str(hot), str(sysfs), str(info)) == {
             "devices": [{"name": "nvme0n1", "kind": "nvme"}, {"name": "nvme1n1", "kind": "nvme"}], "fstype": "xfs"}
         assert af.tier_devices(str(cold), str(sysfs), str(info))["devices"] == [{"name": "sda", "kind": "hdd"}]
