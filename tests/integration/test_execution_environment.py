@@ -3,6 +3,7 @@ with dlrack.node inside (nothing is built or pulled: no registry is reachable he
 requirements it would install resolve offline, and the introspection of the installed collection,
 which is what ansible-builder runs inside the image, asks for controller-side dependencies only:
 no dev/test pins (molecule, pytest...) and no tools of the managed nodes (mdadm, nvme-cli...)."""
+import ast
 import os
 import re
 import shutil
@@ -114,7 +115,13 @@ def test_meta_dependency_files_list_what_the_controller_plugins_import():
         for name in os.listdir(folder):
             if name.endswith(".py"):
                 with open(os.path.join(folder, name)) as fh:
-                    imported.update(re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", fh.read(), re.M))
+                    tree = ast.parse(fh.read())
+                # import statements only (a docstring line that starts with "from ..." is prose)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        imported.update(a.name.split(".")[0] for a in node.names)
+                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                        imported.add(node.module.split(".")[0])
     # ansible-core requires Jinja2 (which requires MarkupSafe) and PyYAML: every EE has them.
     with_core = {"__future__", "ansible", "ansible_collections", "yaml", "jinja2", "markupsafe"}
     third_party = {m.lower() for m in imported} - with_core - set(sys.stdlib_module_names)
