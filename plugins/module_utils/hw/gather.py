@@ -151,23 +151,13 @@ def _vendor(info):
     return None
 
 
-class _Reader(object):
-    """Reads under ``root``; unreadable (not missing) files become lines in ``errors``."""
+class _Reader(gpu_pci.SysReader):
+    """Reads under ``root``; unreadable (not missing) files become lines in ``errors``. The vendor
+    seam's reader, with cpulists validated (and normalized) as the gatherer wants them."""
 
     def __init__(self, root, errors):
-        self.root, self.errors = root, errors
-
-    def path(self, live_path):
-        return under(self.root, live_path)
-
-    def text(self, path, limit=READ_LIMIT):
-        return read_text(path, limit=limit, errors=self.errors, root=self.root)
-
-    def int(self, path):
-        return read_int(path, errors=self.errors, root=self.root)
-
-    def listdir(self, path):
-        return listdir(path, errors=self.errors, root=self.root)
+        super(_Reader, self).__init__(root, errors)
+        self.root = root
 
     def cpulist(self, path, what):
         return _cpulist(self.text(path, limit=65536), what, self.errors)
