@@ -488,12 +488,21 @@ def judge_memory(memory, th):
 
 # -------------------------------------------------------------------------------------- hosts
 
+FAILURE_LIMIT = 1000     # characters of a host's failure message kept in the report
+
+
 def judge_host(raw, thresholds=None, workload=None):
     """(status, measurements) for one host's acceptance_measure result; ``workload`` the host's
     validated dlrack_hw.workload (or dlrack_workload), if any."""
     th = thresholds_for(thresholds)
     if not isinstance(raw, dict):
         ms = [_m("host.measured", "error", "no measurements: the host failed or was unreachable before measuring")]
+        return "error", ms
+    if "failed" in raw:     # the role recorded why the host could not be measured (node text: data)
+        why = raw.get("failed")
+        why = (why if isinstance(why, str) else repr(why)).strip().rstrip(".")
+        why = why if len(why) <= FAILURE_LIMIT else why[:FAILURE_LIMIT] + "... (%d characters)" % len(why)
+        ms = [_m("host.measured", "error", "not measured: %s; fix the host (or its connection), then re-run" % why)]
         return "error", ms
     check = bool(raw.get("check_mode"))
     ms = judge_gpu(raw.get("gpu"), th, check) + judge_health(raw.get("health"), th) + judge_dcgm(raw.get("dcgm"))

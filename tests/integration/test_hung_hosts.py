@@ -166,3 +166,21 @@ def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
     doc = json.loads((reports / "report.json").read_text())
     assert [f["message"] for f in _errors(doc, "evil-1") if f["rule"] == "host.gathered"] == [
         'host evil-1 was not checked: {{ lookup("pipe", "touch %s") }}' % marker]
+
+
+def test_acceptance_writes_its_report_when_no_host_can_be_measured(tmp_path, hang):
+    # before: every host failed or was unreachable at the measuring step, Ansible ended the play
+    # before the report task and acceptance.json was never written (exit 2, no report)
+    reports = tmp_path / "reports"
+    hosts = {"hung-1": dict(hang, dlrack_hw=GOOD), "dead-1": dict(DEAD, dlrack_hw=GOOD)}
+    rc, out, took = _play(tmp_path, "acceptance.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    doc = json.loads((reports / "acceptance.json").read_text())
+    assert set(doc["hosts"]) == {"hung-1", "dead-1"}
+    for host in ("hung-1", "dead-1"):
+        assert doc["hosts"][host]["status"] == "error", doc["hosts"][host]
+    [hung] = [m for m in doc["hosts"]["hung-1"]["measurements"] if m["name"] == "host.measured"]
+    [dead] = [m for m in doc["hosts"]["dead-1"]["measurements"] if m["name"] == "host.measured"]
+    assert hung["verdict"] == "error" and "timed out after 10 second" in hung["reason"].lower(), hung
+    assert dead["verdict"] == "error" and "unreachable" in dead["reason"], dead
+    assert took < 120, took

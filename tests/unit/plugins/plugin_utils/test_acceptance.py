@@ -422,3 +422,14 @@ def test_the_action_reads_and_validates_the_declared_workload():
     assert _workload({}) == (None, None)
     clean, problem = _workload({"dlrack_hw": {"workload": {"samples_per_s_per_gpu": "many"}}})
     assert clean is None and problem.startswith("dlrack_hw.workload.samples_per_s_per_gpu: expected a number")
+
+
+def test_a_host_the_role_could_not_measure_is_an_error_with_its_reason():
+    """roles/acceptance records why a host failed, hung or was unreachable ({"failed": msg}):
+    an error naming the reason (bounded), never a pass or a skip."""
+    status, ms = acc.judge_host({"failed": "Task failed: Timed out after 10 second(s)."})
+    assert status == "error" and [m["name"] for m in ms] == ["host.measured"]
+    assert ms[0]["reason"] == ("not measured: Task failed: Timed out after 10 second(s); fix the host (or its "
+                               "connection), then re-run")
+    status, ms = acc.judge_host({"failed": "x" * 5000})
+    assert status == "error" and len(ms[0]["reason"]) < 1100 and "(5000 characters)" in ms[0]["reason"]
