@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ctypes
+import functools
 import mmap
 import os
 import time
@@ -81,39 +82,82 @@ class CudaUnavailable(Exception):
     """No usable CUDA driver on this node: every GPU measurement is skipped with this reason."""
 
 
-class CudaError(Exception):
-    """A CUDA driver API call returned an error code."""
+class GpuError(Exception):
+    """A GPU runtime call (CUDA driver API here, HIP runtime in gpu_hip.py) returned an error code;
+    a subclass names the runtime (UNKNOWN) and its advice by code (ADVICE)."""
+
+    UNKNOWN, ADVICE = "GPU error", {}
 
     def __init__(self, call, code, name=None, text=None):
         self.call, self.code, self.name, self.text = call, code, name, text
-        msg = "%s failed: %s (%d)%s" % (call, name or "CUDA error", code, ": %s" % text if text else "")
-        if code in _ADVICE:
-            msg += "; %s" % _ADVICE[code]
-        super(CudaError, self).__init__(msg)
+        msg = "%s failed: %s (%d)%s" % (call, name or self.UNKNOWN, code, ": %s" % text if text else "")
+        if code in self.ADVICE:
+            msg += "; %s" % self.ADVICE[code]
+        super(GpuError, self).__init__(msg)
 
 
-class Cuda:
+class CudaError(GpuError):
+    """A CUDA driver API call returned an error code."""
+
+    UNKNOWN, ADVICE = "CUDA error", _ADVICE
+
+
+class Runtime:
+    """The entry points of a GPU runtime library with error checking; a subclass names the entry
+    points measure_runtime() calls (class attributes) and its error class (ERROR)."""
+
+    ERROR, ERROR_NAME, ERROR_STRING = GpuError, None, None
+    SUCCESS, NO_DEVICE, PEER_ACCESS_ALREADY_ENABLED = 0, 100, 704
+    INIT = VERSION = COUNT = SYNC = CAN_ACCESS_PEER = ENABLE_PEER_ACCESS = None
+
+    def __init__(self, lib, tables):
+        """Bind ``tables`` [(signatures, restype)] from ``lib``; the names lib lacks are in ``missing``."""
+        self._fn, self.missing = {}, []
+        for table, restype in tables:
+            for name, argtypes in table.items():
+                try:
+                    fn = getattr(lib, name)
+                except AttributeError:
+                    self.missing.append(name)
+                    continue
+                try:
+                    fn.argtypes, fn.restype = argtypes, restype
+                except (AttributeError, TypeError):
+                    pass  # a stand-in callable: it takes the same arguments without ctypes conversion
+                self._fn[name] = fn
+
+    def _describe(self, fn, code):
+        """The runtime's name or text for ``code`` (entry point ``fn``), None where it has none."""
+        raise NotImplementedError
+
+    def error(self, call, code):
+        return self.ERROR(call, code, self._describe(self.ERROR_NAME, code), self._describe(self.ERROR_STRING, code))
+
+    def __call__(self, name, *args):
+        rc = self._fn[name](*args)
+        if rc != self.SUCCESS:
+            raise self.error(name, rc)
+
+    def raw(self, name, *args):
+        """Call without raising; returns the error code."""
+        return self._fn[name](*args)
+
+
+class Cuda(Runtime):
     """The driver API entry points of ``lib`` (a ctypes.CDLL of libcuda.so.1, or any object with
     attributes of the same names that accept the same arguments) with error checking."""
 
+    ERROR, ERROR_NAME, ERROR_STRING = CudaError, "cuGetErrorName", "cuGetErrorString"
+    SUCCESS, NO_DEVICE = CUDA_SUCCESS, CUDA_ERROR_NO_DEVICE
+    PEER_ACCESS_ALREADY_ENABLED = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+    INIT, VERSION, COUNT, SYNC = "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuCtxSynchronize"
+    CAN_ACCESS_PEER, ENABLE_PEER_ACCESS = "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess"
+
     def __init__(self, lib):
-        self._fn = {}
-        missing = []
-        for name, argtypes in SIGNATURES.items():
-            try:
-                fn = getattr(lib, name)
-            except AttributeError:
-                missing.append(name)
-                continue
-            try:
-                fn.argtypes = argtypes
-                fn.restype = ctypes.c_int
-            except (AttributeError, TypeError):
-                pass  # a stand-in callable: it takes the same arguments without ctypes conversion
-            self._fn[name] = fn
-        if missing:
+        super(Cuda, self).__init__(lib, ((SIGNATURES, ctypes.c_int),))
+        if self.missing:
             raise CudaUnavailable("%s lacks %s: the NVIDIA driver is older than CUDA 11 (R450); upgrade it"
-                                  % (LIBCUDA, ", ".join(sorted(missing))))
+                                  % (LIBCUDA, ", ".join(sorted(self.missing))))
 
     @classmethod
     def load(cls, path=None):
@@ -133,18 +177,6 @@ class Cuda:
             pass
         return None
 
-    def error(self, call, code):
-        return CudaError(call, code, self._describe("cuGetErrorName", code), self._describe("cuGetErrorString", code))
-
-    def __call__(self, name, *args):
-        rc = self._fn[name](*args)
-        if rc != CUDA_SUCCESS:
-            raise self.error(name, rc)
-
-    def raw(self, name, *args):
-        """Call without raising; returns the CUresult."""
-        return self._fn[name](*args)
-
 
 def bandwidth(nbytes, seconds):
     """Decimal GB/s for ``nbytes`` moved in each of ``seconds`` (a list): {gbps (median), best, worst, n}."""
@@ -158,14 +190,15 @@ def bandwidth(nbytes, seconds):
 
 
 def timed_copies(cuda, copy, nbytes, iterations, clock=time.perf_counter):
-    """``copy()`` once to warm up, then ``iterations`` times, each timed up to cuCtxSynchronize."""
+    """``copy()`` once to warm up, then ``iterations`` times, each timed up to the runtime's
+    synchronize (``cuda.SYNC``: cuCtxSynchronize, hipDeviceSynchronize)."""
     copy()
-    cuda("cuCtxSynchronize")
+    cuda(cuda.SYNC)
     times = []
     for dummy in range(iterations):
         t0 = clock()
         copy()
-        cuda("cuCtxSynchronize")
+        cuda(cuda.SYNC)
         times.append(clock() - t0)
     return bandwidth(nbytes, times)
 
@@ -233,6 +266,32 @@ def _pageable(nbytes):
     return mm, view, addr
 
 
+def identify(out, name, bus, sysfs="/sys"):
+    """Fill a device's document ``out`` with its name, PCI bus id and, from sysfs, NUMA node and local CPUs."""
+    out.update(name=name, pci_bus_id=bus, numa_node=None, local_cpus=_sysfs_pci(bus, "local_cpulist", sysfs))
+    node = _sysfs_pci(bus, "numa_node", sysfs)
+    if node is not None and node.lstrip("-").isdigit() and int(node) >= 0:
+        out["numa_node"] = int(node)
+    return out
+
+
+def host_copies(out, copy, host, nbytes, pageable=True):
+    """H2D then D2H from the pinned buffer at ``host``, then (``pageable``) from pageable memory, into
+    ``out``; ``copy(direction, host address)`` (direction "h2d" or "d2h") returns timed_copies()."""
+    ctypes.memset(host, 1, nbytes)
+    out["h2d_pinned"] = copy("h2d", host)
+    out["d2h_pinned"] = copy("d2h", host)
+    if pageable:
+        mm, view, addr = _pageable(nbytes)
+        try:
+            out["h2d_pageable"] = copy("h2d", addr)
+            out["d2h_pageable"] = copy("d2h", addr)
+        finally:
+            del view
+            mm.close()
+    return out
+
+
 def _h2d_d2h(cuda, direction, dptr, host, nbytes, iterations, clock):
     if direction == "h2d":
         return timed_copies(cuda, lambda: cuda("cuMemcpyHtoD_v2", dptr, host, nbytes), nbytes, iterations, clock)
@@ -247,10 +306,7 @@ def measure_device(cuda, ordinal, nbytes, iterations, pageable=True, clock=time.
     except CudaError as exc:
         out["error"] = str(exc)
         return out
-    out.update(name=name, pci_bus_id=bus, numa_node=None, local_cpus=_sysfs_pci(bus, "local_cpulist", sysfs))
-    node = _sysfs_pci(bus, "numa_node", sysfs)
-    if node is not None and node.lstrip("-").isdigit() and int(node) >= 0:
-        out["numa_node"] = int(node)
+    identify(out, name, bus, sysfs)
     ctx = ctypes.c_void_p()
     host = ctypes.c_void_p()
     dptr = ctypes.c_uint64()
@@ -262,17 +318,8 @@ def measure_device(cuda, ordinal, nbytes, iterations, pageable=True, clock=time.
             cuda("cuCtxSetCurrent", ctx)
             cuda("cuMemAlloc_v2", ctypes.byref(dptr), nbytes)
             cuda("cuMemAllocHost_v2", ctypes.byref(host), nbytes)
-            ctypes.memset(host.value, 1, nbytes)
-            out["h2d_pinned"] = _h2d_d2h(cuda, "h2d", dptr.value, host.value, nbytes, iterations, clock)
-            out["d2h_pinned"] = _h2d_d2h(cuda, "d2h", dptr.value, host.value, nbytes, iterations, clock)
-            if pageable:
-                mm, view, addr = _pageable(nbytes)
-                try:
-                    out["h2d_pageable"] = _h2d_d2h(cuda, "h2d", dptr.value, addr, nbytes, iterations, clock)
-                    out["d2h_pageable"] = _h2d_d2h(cuda, "d2h", dptr.value, addr, nbytes, iterations, clock)
-                finally:
-                    del view
-                    mm.close()
+            host_copies(out, lambda direction, addr: _h2d_d2h(cuda, direction, dptr.value, addr, nbytes, iterations, clock),
+                        host.value, nbytes, pageable)
     except CudaError as exc:
         out["error"] = str(exc)
     finally:
@@ -288,7 +335,6 @@ def measure_device(cuda, ordinal, nbytes, iterations, pageable=True, clock=time.
 def measure_p2p(cuda, count, nbytes, iterations, clock=time.perf_counter):
     """cuMemcpyPeer bandwidth for every ordered pair of GPUs: [{src, dst, peer_access, gbps...}]."""
     devs, ctxs, bufs = [], [], []
-    pairs = []
     try:
         for i in range(count):
             dev = ctypes.c_int()
@@ -301,33 +347,84 @@ def measure_p2p(cuda, count, nbytes, iterations, clock=time.perf_counter):
             buf = ctypes.c_uint64()
             cuda("cuMemAlloc_v2", ctypes.byref(buf), nbytes)
             bufs.append(buf)
-        for s in range(count):
-            for d in range(count):
-                if s == d:
-                    continue
-                pair = {"src": s, "dst": d}
-                try:
-                    can = ctypes.c_int()
-                    cuda("cuDeviceCanAccessPeer", ctypes.byref(can), devs[s], devs[d])
-                    pair["peer_access"] = bool(can.value)
-                    cuda("cuCtxSetCurrent", ctxs[s])
-                    if can.value:
-                        rc = cuda.raw("cuCtxEnablePeerAccess", ctxs[d], 0)
-                        if rc not in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED):
-                            raise cuda.error("cuCtxEnablePeerAccess", rc)
-                    dst, dctx, src, sctx = bufs[d].value, ctxs[d], bufs[s].value, ctxs[s]
-                    pair.update(timed_copies(cuda, lambda: cuda("cuMemcpyPeer", dst, dctx, src, sctx, nbytes),
-                                             nbytes, iterations, clock))
-                except CudaError as exc:
-                    pair["error"] = str(exc)
-                pairs.append(pair)
+
+        def select(s):
+            cuda("cuCtxSetCurrent", ctxs[s])
+
+        def copy(s, d):
+            cuda("cuMemcpyPeer", bufs[d].value, ctxs[d], bufs[s].value, ctxs[s], nbytes)
+        return peer_pairs(cuda, count, devs.__getitem__, ctxs.__getitem__, select, copy, nbytes, iterations, clock)
     finally:
         for i, buf in enumerate(bufs):
             cuda.raw("cuCtxSetCurrent", ctxs[i])
             cuda.raw("cuMemFree_v2", buf.value)
         for dev in devs:
             cuda.raw("cuDevicePrimaryCtxRelease_v2", dev)
+
+
+def peer_pairs(api, count, device, peer, select, copy, nbytes, iterations, clock=time.perf_counter):
+    """Every ordered pair (src, dst) of ``count`` GPUs, peer access enabled where the runtime allows it,
+    ``copy(src, dst)`` timed: [{src, dst, peer_access, gbps...} or {src, dst, error}]. ``device(i)``:
+    what CAN_ACCESS_PEER takes for GPU i; ``peer(i)``: what ENABLE_PEER_ACCESS takes; ``select(i)``
+    makes GPU i current."""
+    pairs = []
+    for s in range(count):
+        for d in range(count):
+            if s == d:
+                continue
+            pair = {"src": s, "dst": d}
+            try:
+                can = ctypes.c_int()
+                api(api.CAN_ACCESS_PEER, ctypes.byref(can), device(s), device(d))
+                pair["peer_access"] = bool(can.value)
+                select(s)
+                if can.value:
+                    rc = api.raw(api.ENABLE_PEER_ACCESS, peer(d), 0)
+                    if rc not in (api.SUCCESS, api.PEER_ACCESS_ALREADY_ENABLED):
+                        raise api.error(api.ENABLE_PEER_ACCESS, rc)
+                pair.update(timed_copies(api, functools.partial(copy, s, d), nbytes, iterations, clock))
+            except GpuError as exc:
+                pair["error"] = str(exc)
+            pairs.append(pair)
     return pairs
+
+
+def document(nbytes, iterations, **extra):
+    """measure()'s document before anything is measured."""
+    return dict({"status": "ok", "reason": None, "driver_version": None, "bytes": nbytes, "iterations": iterations,
+                 "devices": [], "p2p": None}, **extra)
+
+
+def measure_runtime(api, doc, no_device, no_gpu, version, device, p2p, args):
+    """measure() once the runtime ``api`` is loaded: init (``no_device``: the skip reason when it
+    sees no device), driver version (``version(int)``: its text), count (``no_gpu``: the skip reason
+    for none), ``device(api, ordinal, nbytes, iterations, pageable, clock, sysfs)`` for each GPU and,
+    with 2+, ``p2p(api, count, p2p_bytes, p2p_iterations, clock)``. ``args``: (nbytes, iterations,
+    pageable, p2p, p2p_bytes, p2p_iterations, clock, sysfs) as measure() takes them."""
+    nbytes, iterations, pageable, want_p2p, p2p_bytes, p2p_iterations, clock, sysfs = args
+    rc = api.raw(api.INIT, 0)
+    if rc == api.NO_DEVICE:
+        return dict(doc, status="skip", reason=no_device)
+    if rc != api.SUCCESS:
+        return dict(doc, status="error", reason=str(api.error(api.INIT, rc)))
+    try:
+        ver = ctypes.c_int()
+        api(api.VERSION, ctypes.byref(ver))
+        doc["driver_version"] = version(ver.value)
+        count = ctypes.c_int()
+        api(api.COUNT, ctypes.byref(count))
+    except GpuError as exc:
+        return dict(doc, status="error", reason=str(exc))
+    if count.value == 0:
+        return dict(doc, status="skip", reason=no_gpu)
+    for i in range(count.value):
+        doc["devices"].append(device(api, i, nbytes, iterations, pageable, clock, sysfs))
+    if want_p2p and count.value > 1:
+        try:
+            doc["p2p"] = p2p(api, count.value, p2p_bytes, p2p_iterations, clock)
+        except GpuError as exc:
+            doc["p2p"] = [{"error": str(exc)}]
+    return doc
 
 
 def amd_node(sysfs="/sys"):
@@ -350,8 +447,7 @@ def _hip():
 def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 << 28, p2p_iterations=5,
             cuda=None, clock=time.perf_counter, sysfs="/sys"):
     """The whole GPU measurement: {status: ok|skip|error, reason, driver_version, devices, p2p}."""
-    doc = {"status": "ok", "reason": None, "driver_version": None, "bytes": nbytes, "iterations": iterations,
-           "devices": [], "p2p": None}
+    doc = document(nbytes, iterations)
     # nvidia-smi numbers GPUs in PCI bus order; make CUDA ordinals agree (results carry the bus id anyway).
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
@@ -361,30 +457,10 @@ def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 
             return _hip().measure(nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock=clock,
                                   sysfs=sysfs)
         return dict(doc, status="skip", reason=str(exc))
-    rc = cuda.raw("cuInit", 0)
-    if rc == CUDA_ERROR_NO_DEVICE:
-        return dict(doc, status="skip", reason="cuInit: no CUDA device is visible (no GPU, or all hidden by "
-                                               "CUDA_VISIBLE_DEVICES or MIG mode)")
-    if rc != CUDA_SUCCESS:
-        return dict(doc, status="error", reason=str(cuda.error("cuInit", rc)))
-    try:
-        ver = ctypes.c_int()
-        cuda("cuDriverGetVersion", ctypes.byref(ver))
-        doc["driver_version"] = "%d.%d" % (ver.value // 1000, (ver.value % 1000) // 10)
-        count = ctypes.c_int()
-        cuda("cuDeviceGetCount", ctypes.byref(count))
-    except CudaError as exc:
-        return dict(doc, status="error", reason=str(exc))
-    if count.value == 0:
-        return dict(doc, status="skip", reason="the CUDA driver sees no GPU")
-    for i in range(count.value):
-        doc["devices"].append(measure_device(cuda, i, nbytes, iterations, pageable, clock, sysfs))
-    if p2p and count.value > 1:
-        try:
-            doc["p2p"] = measure_p2p(cuda, count.value, p2p_bytes, p2p_iterations, clock)
-        except CudaError as exc:
-            doc["p2p"] = [{"error": str(exc)}]
-    return doc
+    return measure_runtime(cuda, doc, "cuInit: no CUDA device is visible (no GPU, or all hidden by "
+                                      "CUDA_VISIBLE_DEVICES or MIG mode)", "the CUDA driver sees no GPU",
+                           lambda ver: "%d.%d" % (ver // 1000, (ver % 1000) // 10), measure_device, measure_p2p,
+                           (nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock, sysfs))
 
 
 def main(argv=None):

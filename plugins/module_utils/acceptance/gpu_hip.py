@@ -18,8 +18,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ctypes
+import functools
 import os
 import time
+
+try:
+    from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu as _gpu
+except ImportError:  # run as a plain file next to gpu.py (gpu.py loads this one so): load it by path
+    import importlib.util as _ilu
+    _spec = _ilu.spec_from_file_location("dlrack_acceptance_gpu", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu.py"))
+    _gpu = _ilu.module_from_spec(_spec)
+    _spec.loader.exec_module(_gpu)
 
 LIBHIP = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5",
           "/opt/rocm/lib/libamdhip64.so")
@@ -27,6 +36,7 @@ HIP_SUCCESS = 0
 HIP_ERROR_NO_DEVICE = 100
 HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 H2D, D2H = 1, 2          # hipMemcpyHostToDevice, hipMemcpyDeviceToHost
+KINDS = {"h2d": H2D, "d2h": D2H}
 
 _P = ctypes.POINTER
 SIGNATURES = {
@@ -60,34 +70,25 @@ class HipUnavailable(Exception):
     """No usable HIP runtime on this node: every GPU measurement is skipped with this reason."""
 
 
-class HipError(Exception):
-    def __init__(self, call, code, name=None, text=None):
-        self.call, self.code = call, code
-        msg = "%s failed: %s (%d)%s" % (call, name or "HIP error", code, ": %s" % text if text else "")
-        if code in _ADVICE:
-            msg += "; %s" % _ADVICE[code]
-        super(HipError, self).__init__(msg)
+class HipError(_gpu.GpuError):
+    """A HIP runtime call returned an error code."""
+
+    UNKNOWN, ADVICE = "HIP error", _ADVICE
 
 
-class Hip:
+class Hip(_gpu.Runtime):
     """The HIP runtime entry points of ``lib`` (a ctypes.CDLL of libamdhip64.so, or an object
     with callables of the same names taking the same arguments) with error checking."""
 
+    ERROR, ERROR_NAME, ERROR_STRING = HipError, "hipGetErrorName", "hipGetErrorString"
+    SUCCESS, NO_DEVICE, PEER_ACCESS_ALREADY_ENABLED = HIP_SUCCESS, HIP_ERROR_NO_DEVICE, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED
+    INIT, VERSION, COUNT, SYNC = "hipInit", "hipDriverGetVersion", "hipGetDeviceCount", "hipDeviceSynchronize"
+    CAN_ACCESS_PEER, ENABLE_PEER_ACCESS = "hipDeviceCanAccessPeer", "hipDeviceEnablePeerAccess"
+
     def __init__(self, lib):
-        self._fn, missing = {}, []
-        for table, restype in ((SIGNATURES, ctypes.c_int), (NAMES, ctypes.c_char_p)):
-            for name, argtypes in table.items():
-                fn = getattr(lib, name, None)
-                if fn is None:
-                    missing.append(name)
-                    continue
-                try:
-                    fn.argtypes, fn.restype = argtypes, restype
-                except (AttributeError, TypeError):
-                    pass
-                self._fn[name] = fn
-        if missing:
-            raise HipUnavailable("the HIP runtime lacks %s: ROCm is too old or broken" % ", ".join(sorted(missing)))
+        super(Hip, self).__init__(lib, ((SIGNATURES, ctypes.c_int), (NAMES, ctypes.c_char_p)))
+        if self.missing:
+            raise HipUnavailable("the HIP runtime lacks %s: ROCm is too old or broken" % ", ".join(sorted(self.missing)))
 
     @classmethod
     def load(cls, paths=None):
@@ -109,46 +110,9 @@ class Hip:
         except Exception:  # noqa: BLE001 - describing an error must never raise another one
             return None
 
-    def error(self, call, code):
-        return HipError(call, code, self._describe("hipGetErrorName", code), self._describe("hipGetErrorString", code))
-
-    def __call__(self, name, *args):
-        rc = self._fn[name](*args)
-        if rc != HIP_SUCCESS:
-            raise self.error(name, rc)
-
-    def raw(self, name, *args):
-        return self._fn[name](*args)
-
-
-def _timed(hip, copy, nbytes, iterations, clock):
-    from_gpu = _gpu_module()
-    copy()
-    hip("hipDeviceSynchronize")
-    times = []
-    for dummy in range(iterations):
-        t0 = clock()
-        copy()
-        hip("hipDeviceSynchronize")
-        times.append(clock() - t0)
-    return from_gpu.bandwidth(nbytes, times)
-
-
-def _gpu_module():
-    """gpu.py (bandwidth, pinning, sysfs helpers): the one copy of what both runtimes share."""
-    try:
-        from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu
-        return gpu
-    except ImportError:  # run as a plain file next to gpu.py
-        import importlib.util as ilu
-        spec = ilu.spec_from_file_location("dlrack_acceptance_gpu", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu.py"))
-        mod = ilu.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-
 
 def measure_device(hip, ordinal, nbytes, iterations, pageable=True, clock=time.perf_counter, sysfs="/sys"):
-    g = _gpu_module()
+    """H2D/D2H bandwidth of one GPU (gpu.measure_device's document); errors are reported in it, not raised."""
     out = {"ordinal": ordinal}
     try:
         name = ctypes.create_string_buffer(256)
@@ -158,29 +122,15 @@ def measure_device(hip, ordinal, nbytes, iterations, pageable=True, clock=time.p
     except HipError as exc:
         out["error"] = str(exc)
         return out
-    bus_id = bus.value.decode("ascii", "replace").lower()
-    out.update(name=name.value.decode("utf-8", "replace"), pci_bus_id=bus_id, numa_node=None,
-               local_cpus=g._sysfs_pci(bus_id, "local_cpulist", sysfs))
-    node = g._sysfs_pci(bus_id, "numa_node", sysfs)
-    if node is not None and node.lstrip("-").isdigit() and int(node) >= 0:
-        out["numa_node"] = int(node)
+    _gpu.identify(out, name.value.decode("utf-8", "replace"), bus.value.decode("ascii", "replace").lower(), sysfs)
     host, dptr = ctypes.c_void_p(), ctypes.c_void_p()
     try:
-        with g._Pinned(g._cpus(out["local_cpus"])):
+        with _gpu._Pinned(_gpu._cpus(out["local_cpus"])):
             hip("hipSetDevice", ordinal)
             hip("hipMalloc", ctypes.byref(dptr), nbytes)
             hip("hipHostMalloc", ctypes.byref(host), nbytes, 0)
-            ctypes.memset(host.value, 1, nbytes)
-            out["h2d_pinned"] = _copy(hip, H2D, dptr.value, host.value, nbytes, iterations, clock)
-            out["d2h_pinned"] = _copy(hip, D2H, dptr.value, host.value, nbytes, iterations, clock)
-            if pageable:
-                mm, view, addr = g._pageable(nbytes)
-                try:
-                    out["h2d_pageable"] = _copy(hip, H2D, dptr.value, addr, nbytes, iterations, clock)
-                    out["d2h_pageable"] = _copy(hip, D2H, dptr.value, addr, nbytes, iterations, clock)
-                finally:
-                    del view
-                    mm.close()
+            _gpu.host_copies(out, lambda direction, addr: _copy(hip, KINDS[direction], dptr.value, addr, nbytes, iterations, clock),
+                             host.value, nbytes, pageable)
     except HipError as exc:
         out["error"] = str(exc)
     finally:
@@ -193,75 +143,40 @@ def measure_device(hip, ordinal, nbytes, iterations, pageable=True, clock=time.p
 
 def _copy(hip, kind, dptr, host, nbytes, iterations, clock):
     if kind == H2D:
-        return _timed(hip, lambda: hip("hipMemcpy", dptr, host, nbytes, H2D), nbytes, iterations, clock)
-    return _timed(hip, lambda: hip("hipMemcpy", host, dptr, nbytes, D2H), nbytes, iterations, clock)
+        return _gpu.timed_copies(hip, lambda: hip("hipMemcpy", dptr, host, nbytes, H2D), nbytes, iterations, clock)
+    return _gpu.timed_copies(hip, lambda: hip("hipMemcpy", host, dptr, nbytes, D2H), nbytes, iterations, clock)
 
 
 def measure_p2p(hip, count, nbytes, iterations, clock=time.perf_counter):
     """hipMemcpyPeer bandwidth for every ordered pair: [{src, dst, peer_access, gbps...}]."""
-    bufs, pairs = [], []
+    bufs = []
     try:
         for i in range(count):
             hip("hipSetDevice", i)
             buf = ctypes.c_void_p()
             hip("hipMalloc", ctypes.byref(buf), nbytes)
             bufs.append(buf)
-        for s in range(count):
-            for d in range(count):
-                if s == d:
-                    continue
-                pair = {"src": s, "dst": d}
-                try:
-                    can = ctypes.c_int()
-                    hip("hipDeviceCanAccessPeer", ctypes.byref(can), s, d)
-                    pair["peer_access"] = bool(can.value)
-                    hip("hipSetDevice", s)
-                    if can.value:
-                        rc = hip.raw("hipDeviceEnablePeerAccess", d, 0)
-                        if rc not in (HIP_SUCCESS, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED):
-                            raise hip.error("hipDeviceEnablePeerAccess", rc)
-                    dst, src = bufs[d].value, bufs[s].value
-                    pair.update(_timed(hip, lambda: hip("hipMemcpyPeer", dst, d, src, s, nbytes), nbytes, iterations, clock))
-                except HipError as exc:
-                    pair["error"] = str(exc)
-                pairs.append(pair)
+
+        def copy(s, d):
+            hip("hipMemcpyPeer", bufs[d].value, d, bufs[s].value, s, nbytes)
+        ordinal = int  # HIP takes the ordinal itself where CUDA takes a device or a context
+        return _gpu.peer_pairs(hip, count, ordinal, ordinal, functools.partial(hip, "hipSetDevice"), copy, nbytes,
+                               iterations, clock)
     finally:
         for i, buf in enumerate(bufs):
             hip.raw("hipSetDevice", i)
             hip.raw("hipFree", buf)
-    return pairs
 
 
 def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 << 28, p2p_iterations=5,
             hip=None, clock=time.perf_counter, sysfs="/sys"):
     """The GPU measurement through HIP, in gpu.measure's document (``runtime: hip``)."""
-    doc = {"status": "ok", "reason": None, "driver_version": None, "bytes": nbytes, "iterations": iterations,
-           "devices": [], "p2p": None, "runtime": "hip"}
+    doc = _gpu.document(nbytes, iterations, runtime="hip")
     try:
         hip = hip or Hip.load()
     except HipUnavailable as exc:
         return dict(doc, status="skip", reason=str(exc))
-    rc = hip.raw("hipInit", 0)
-    if rc == HIP_ERROR_NO_DEVICE:
-        return dict(doc, status="skip", reason="hipInit: no GPU is visible to ROCm (no GPU, all hidden by "
-                                               "ROCR_VISIBLE_DEVICES, or no access to /dev/kfd)")
-    if rc != HIP_SUCCESS:
-        return dict(doc, status="error", reason=str(hip.error("hipInit", rc)))
-    try:
-        ver = ctypes.c_int()
-        hip("hipDriverGetVersion", ctypes.byref(ver))
-        doc["driver_version"] = str(ver.value)
-        count = ctypes.c_int()
-        hip("hipGetDeviceCount", ctypes.byref(count))
-    except HipError as exc:
-        return dict(doc, status="error", reason=str(exc))
-    if count.value == 0:
-        return dict(doc, status="skip", reason="the HIP runtime sees no GPU")
-    for i in range(count.value):
-        doc["devices"].append(measure_device(hip, i, nbytes, iterations, pageable, clock, sysfs))
-    if p2p and count.value > 1:
-        try:
-            doc["p2p"] = measure_p2p(hip, count.value, p2p_bytes, p2p_iterations, clock)
-        except HipError as exc:
-            doc["p2p"] = [{"error": str(exc)}]
-    return doc
+    return _gpu.measure_runtime(hip, doc, "hipInit: no GPU is visible to ROCm (no GPU, all hidden by "
+                                          "ROCR_VISIBLE_DEVICES, or no access to /dev/kfd)", "the HIP runtime sees no GPU",
+                                str, measure_device, measure_p2p,
+                                (nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock, sysfs))
