@@ -572,16 +572,37 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
     return junit_xml(suites, name="dlrack.node preflight", properties=properties)
 
 
-def summary_lines(results, summary):
-    """Readable per-host summary for the terminal."""
+CONSOLE_MAX_LINES = 2000    # a fleet's console summary (an AWX job's stdout) stays this long at most
+
+
+def _host_lines(host, res):
+    bad = [f for f in res["findings"] if f["severity"] in ("error", "warning")]
+    return ["%-5s %s" % (res["status"].upper(), host)] + [
+        "      %-7s %-26s %s" % (f["severity"], f["rule"], f["message"]) for f in bad]
+
+
+def summary_lines(results, summary, max_lines=CONSOLE_MAX_LINES):
+    """Readable per-host summary for the terminal: every host in name order while it fits in
+    ``max_lines``; past that, failing hosts first, then warnings, then passing hosts, until the
+    budget is spent, and one closing line that counts what was left out (the reports hold all)."""
     out = ["dlrack.node preflight: %d host(s): %d pass, %d warn, %d fail"
            % (summary["hosts"], summary["pass"], summary["warn"], summary["fail"])]
-    for host in sorted(results):
-        res = results[host]
-        bad = [f for f in res["findings"] if f["severity"] in ("error", "warning")]
-        out.append("%-5s %s" % (res["status"].upper(), host))
-        for f in bad:
-            out.append("      %-7s %-26s %s" % (f["severity"], f["rule"], f["message"]))
+    blocks = [(host, _host_lines(host, results[host])) for host in sorted(results)]
+    if sum(len(b) for dummy, b in blocks) + 1 <= max_lines:
+        for dummy, block in blocks:
+            out.extend(block)
+        return out
+    rank = {"fail": 0, "warn": 1}
+    left = {}
+    for host, block in sorted(blocks, key=lambda hb: rank.get(results[hb[0]]["status"], 2)):
+        if len(out) + len(block) < max_lines:
+            out.extend(block)
+        else:
+            status = results[host]["status"]
+            left[status] = left.get(status, 0) + 1
+    out.append("... %d more host(s) not listed here (%s): the console shows %d lines at most; every host "
+               "and finding is in the reports" % (sum(left.values()), ", ".join(
+                   "%d %s" % (left[s], s) for s in ("fail", "warn", "pass") if left.get(s)), max_lines))
     return out
 
 

@@ -386,6 +386,26 @@ def test_terminal_summary_lines(tmp_path):
     assert out["lines"][-1].startswith("reports: ")
 
 
+def test_terminal_summary_is_bounded_for_a_big_fleet():
+    """A 10,000-host job's console summary (issue 23.3): every host while it fits; past the
+    budget the failing hosts come first and one line counts the rest."""
+    finding = {"severity": "error", "rule": "gpu.pcie_link", "message": "x8 of x16"}
+    results = {}
+    for i in range(10000):
+        failing = i % 5 < 3
+        results["gpu-%05d" % i] = {"status": "fail" if failing else "pass", "findings": [finding] if failing else []}
+    summary = {"hosts": 10000, "pass": 4000, "warn": 0, "fail": 6000}
+    lines = report.summary_lines(results, summary)
+    assert len(lines) <= report.CONSOLE_MAX_LINES
+    assert all(not line.startswith("PASS") for line in lines)
+    listed = sum(1 for line in lines if line.startswith("FAIL  "))
+    assert listed == (report.CONSOLE_MAX_LINES - 2) // 2
+    assert lines[-1].startswith("... %d more host(s) not listed here (%d fail, 4000 pass)" % (10000 - listed, 6000 - listed))
+    small = dict(list(results.items())[:10])
+    assert report.summary_lines(small, summary)[1:] == sum(
+        (report._host_lines(h, small[h]) for h in sorted(small)), [])
+
+
 def test_drift_section_and_drift_failures(tmp_path):
     inputs = {"good": collect_host_inputs("good", {"dlrack_hw": GOOD}),
               "live": collect_host_inputs("live", {"dlrack_hw_gathered": GATHERED})}
