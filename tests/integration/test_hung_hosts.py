@@ -184,3 +184,20 @@ def test_acceptance_writes_its_report_when_no_host_can_be_measured(tmp_path, han
     assert hung["verdict"] == "error" and "timed out after 10 second" in hung["reason"].lower(), hung
     assert dead["verdict"] == "error" and "unreachable" in dead["reason"], dead
     assert took < 120, took
+
+
+def test_an_acceptance_failure_reason_is_data_never_templated(tmp_path):
+    # the role records a failed host's message (ansible_failed_result.msg) with set_fact: a node
+    # that fails with a template in its message must not run it on the controller
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil-python"
+    evil.write_text("#!/bin/sh\nprintf '%%s' '{\"failed\": true, \"msg\": \"{{ lookup(\\\"pipe\\\", \\\"touch %s\\\") }}\"}'\n"
+                    % marker)
+    evil.chmod(0o755)
+    reports = tmp_path / "reports"
+    hosts = {"evil-1": {"ansible_connection": "local", "ansible_python_interpreter": str(evil), "dlrack_hw": GOOD}}
+    rc, out, dummy = _play(tmp_path, "acceptance.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0 and not marker.exists(), out[-3000:]
+    doc = json.loads((reports / "acceptance.json").read_text())
+    [m] = [m for m in doc["hosts"]["evil-1"]["measurements"] if m["name"] == "host.measured"]
+    assert m["verdict"] == "error" and '{{ lookup("pipe", "touch %s") }}' % marker in m["reason"], m
