@@ -56,6 +56,17 @@ def _play(tmp_path, playbook, hosts, *extra):
     return proc.returncode, proc.stdout.decode(errors="replace"), time.monotonic() - started
 
 
+def _failing_with_a_template(tmp_path):
+    """A stand-in interpreter whose every module fails with a message that would run a command
+    (touch the marker) if the controller templated it: (marker, interpreter)."""
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil-python"
+    evil.write_text("#!/bin/sh\nprintf '%%s' '{\"failed\": true, \"msg\": \"{{ lookup(\\\"pipe\\\", \\\"touch %s\\\") }}\"}'\n"
+                    % marker)
+    evil.chmod(0o755)
+    return marker, evil
+
+
 def _errors(doc, host):
     return [f for f in doc["hosts"][host]["findings"] if f["severity"] == "error"]
 
@@ -154,11 +165,7 @@ def test_site_writes_its_report_when_no_host_can_be_reached_for_provisioning(tmp
 
 def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
     # a compromised node controls its whole module result: its failure message is the reason shown
-    marker = tmp_path / "pwned"
-    evil = tmp_path / "evil-python"
-    evil.write_text("#!/bin/sh\nprintf '%%s' '{\"failed\": true, \"msg\": \"{{ lookup(\\\"pipe\\\", \\\"touch %s\\\") }}\"}'\n"
-                    % marker)
-    evil.chmod(0o755)
+    marker, evil = _failing_with_a_template(tmp_path)
     reports = tmp_path / "reports"
     hosts = {"evil-1": {"ansible_connection": "local", "ansible_python_interpreter": str(evil)}}
     rc, out, dummy = _play(tmp_path, "preflight.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
@@ -189,11 +196,7 @@ def test_acceptance_writes_its_report_when_no_host_can_be_measured(tmp_path, han
 def test_an_acceptance_failure_reason_is_data_never_templated(tmp_path):
     # the role records a failed host's message (ansible_failed_result.msg) with set_fact: a node
     # that fails with a template in its message must not run it on the controller
-    marker = tmp_path / "pwned"
-    evil = tmp_path / "evil-python"
-    evil.write_text("#!/bin/sh\nprintf '%%s' '{\"failed\": true, \"msg\": \"{{ lookup(\\\"pipe\\\", \\\"touch %s\\\") }}\"}'\n"
-                    % marker)
-    evil.chmod(0o755)
+    marker, evil = _failing_with_a_template(tmp_path)
     reports = tmp_path / "reports"
     hosts = {"evil-1": {"ansible_connection": "local", "ansible_python_interpreter": str(evil), "dlrack_hw": GOOD}}
     rc, out, dummy = _play(tmp_path, "acceptance.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
