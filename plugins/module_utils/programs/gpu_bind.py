@@ -44,7 +44,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
@@ -56,6 +55,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
     ParseError,
     normalize_pci_bus_id,
 )
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import run as run_bounded
 
 __all__ = ["load_plan", "resolve", "bind_process", "worker_init_fn", "WorkerPinner",
            "split_cpus", "parse_cpulist", "format_cpulist", "BindError", "bind_main",
@@ -68,6 +68,11 @@ RANK_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
 EXIT_USAGE = 2
 EXIT_NOT_IN_PLAN = 3
 EXIT_NO_COMMAND = 127
+
+# `nvidia-smi -L` (MIG ids to their GPU), through the bounded runner (system/command.py): a wedged
+# driver costs the training process at most this long, a runaway output at most this many bytes.
+MIG_LIST_TIMEOUT_S = 30
+MIG_LIST_OUTPUT_LIMIT = 1024 * 1024
 
 
 class BindError(Exception):
@@ -136,12 +141,10 @@ def _mig_parents(mig_map):
     exe = shutil.which("nvidia-smi")
     if not exe:
         return {}
-    try:
-        text = subprocess.run([exe, "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              universal_newlines=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
+    res = run_bounded([exe, "-L"], timeout=MIG_LIST_TIMEOUT_S, output_limit=MIG_LIST_OUTPUT_LIMIT)
+    if res.problem:   # killed after the time or output limit, or not started: no map
         return {}
-    return parse_nvidia_smi_list(text)
+    return parse_nvidia_smi_list(res.stdout)
 
 
 def find_gpu(plan, token, mig_map=None):

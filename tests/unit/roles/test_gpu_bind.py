@@ -119,6 +119,48 @@ def test_new_style_mig_uuid_through_nvidia_smi_list():
                    mig_map=mig)
 
 
+def _stand_in_nvidia_smi(tmp_path, monkeypatch, body):
+    """An nvidia-smi on PATH that runs the shell ``body`` (the MIG lookup's `nvidia-smi -L`)."""
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\n" + body + "\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tool.parent) + os.pathsep + os.environ.get("PATH", ""))
+
+
+MIG_PLAN = {"gpus": [{"index": 0, "uuid": "GPU-00000000-0000-0000-0000-000000000000", "cpus": "0-3", "mems": "0"}]}
+MIG_ENV = {"CUDA_VISIBLE_DEVICES": "MIG-00000002-0000-0000-0000-000000000002"}
+
+
+def test_mig_lookup_runs_nvidia_smi_through_the_bounded_runner(tmp_path, monkeypatch):
+    """The real `nvidia-smi -L` capture from a stand-in nvidia-smi: the MIG id maps to its GPU."""
+    listing = os.path.join(DATA, "utkuozdemir-h100-mig-nvidia-smi-L.txt")
+    _stand_in_nvidia_smi(tmp_path, monkeypatch, "cat '%s'" % listing)
+    assert da.resolve(MIG_PLAN, MIG_ENV)["gpus"][0]["index"] == 0
+
+
+def test_mig_lookup_with_a_hung_nvidia_smi_gives_up_after_its_time_limit(tmp_path, monkeypatch):
+    """A wedged driver (nvidia-smi never answers) costs the training process MIG_LIST_TIMEOUT_S,
+    not the 30 s the old subprocess.run call had fixed; the MIG id is then unmapped, said clearly."""
+    import time
+    monkeypatch.setattr(da, "MIG_LIST_TIMEOUT_S", 1, raising=False)
+    _stand_in_nvidia_smi(tmp_path, monkeypatch, "exec sleep 60")
+    started = time.monotonic()
+    with pytest.raises(da.BindError, match="cannot map MIG device"):
+        da.resolve(MIG_PLAN, MIG_ENV)
+    assert time.monotonic() - started < 10
+
+
+def test_mig_lookup_with_a_runaway_nvidia_smi_output_is_not_used(tmp_path, monkeypatch):
+    """An `nvidia-smi -L` that prints past MIG_LIST_OUTPUT_LIMIT is stopped (at most that many
+    bytes held) and its cut-off listing is not trusted: the MIG id is unmapped, said clearly."""
+    monkeypatch.setattr(da, "MIG_LIST_OUTPUT_LIMIT", 64 * 1024, raising=False)
+    listing = os.path.join(DATA, "utkuozdemir-h100-mig-nvidia-smi-L.txt")
+    _stand_in_nvidia_smi(tmp_path, monkeypatch, "cat '%s'; head -c 2000000 /dev/zero" % listing)
+    with pytest.raises(da.BindError, match="cannot map MIG device"):
+        da.resolve(MIG_PLAN, MIG_ENV)
+
+
 @pytest.mark.parametrize("env,needle,code", [
     ({"LOCAL_RANK": "4"}, "GPU 4 is not in plan.json (it plans GPUs 0,1)", 3),
     ({"LOCAL_RANK": "2", "CUDA_VISIBLE_DEVICES": "0,1"}, "shows 2 device(s)", 3),
