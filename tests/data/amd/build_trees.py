@@ -4,6 +4,7 @@ mi100-rocm602 / mi100-rocm571: the two real MI100 machines of ../real/amd-rocm-s
 and NUMA nodes from the captures; the rest of the node is left out, so rocm-smi must fill it).
 mi300x-8gpu, mi250x-4oam, mi210-2gpu-pcie: built from the kernel's documented formats only.
 """
+import importlib.util
 import json
 import os
 import shutil
@@ -14,19 +15,13 @@ REAL = os.path.join(os.path.dirname(HERE), "real", "amd-rocm-smi-json")
 GIB = 1 << 30
 
 
-def w(root, path, text):
-    p = os.path.join(root, path.lstrip("/"))
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "w") as fh:
-        fh.write(text if text.endswith("\n") or text == "" else text + "\n")
-
-
-def ln(root, path, target):
-    p = os.path.join(root, path.lstrip("/"))
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    if os.path.lexists(p):
-        os.remove(p)
-    os.symlink(target, p)
+# the file writers of ../sysfs/build_trees.py (one implementation for both tree builders); this
+# file is loaded by path, so that one is too
+_SPEC = importlib.util.spec_from_file_location(
+    "dlrack_sysfs_trees", os.path.join(os.path.dirname(HERE), "sysfs", "build_trees.py"))
+_SYSFS = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_SYSFS)
+w, ln = _SYSFS.w, _SYSFS.ln
 
 
 def fresh(out, name):
