@@ -31,6 +31,7 @@ import signal
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
 SCRATCH_PREFIX = ".dlrack-acceptance-smallfiles-"
 PER_DIR = 1000
@@ -315,6 +316,15 @@ def _read_cpulist(path):
         return None
 
 
+def _bus_id(value):
+    """The sysfs name of a PCI address as nvidia-smi prints it (normalize_pci_bus_id), None for
+    anything that is not one."""
+    try:
+        return normalize_pci_bus_id(value) if isinstance(value, str) else None
+    except ParseError:
+        return None
+
+
 def reader_groups(gpu_doc, health_doc, sysfs="/sys", count=0):
     """One group per GPU (its local CPUs: the GPU measurement's ``local_cpus``, else sysfs
     ``local_cpulist`` of the GPUs nvidia-smi lists), else one per NUMA node with CPUs, else one
@@ -332,10 +342,10 @@ def reader_groups(gpu_doc, health_doc, sysfs="/sys", count=0):
         groups.append({"name": "GPU%s" % dev.get("ordinal"), "cpus": cpus, "kind": "gpu"})
     if not groups:
         for g in (health_doc or {}).get("gpus") or []:
-            bus = g.get("pci_bus_id") or ""
-            bus = bus[4:].lower() if len(bus) == 16 else bus.lower()   # nvidia-smi: 00000000:17:00.0
+            bus = _bus_id(g.get("pci_bus_id"))     # nvidia-smi: 00000000:17:00.0; never a path
             groups.append({"name": "GPU%s" % g.get("index"), "kind": "gpu",
-                           "cpus": _read_cpulist(os.path.join(sysfs, "bus", "pci", "devices", bus, "local_cpulist"))})
+                           "cpus": _read_cpulist(os.path.join(sysfs, "bus", "pci", "devices", bus, "local_cpulist"))
+                           if bus else None})
     if not groups:
         base = os.path.join(sysfs, "devices", "system", "node")
         try:

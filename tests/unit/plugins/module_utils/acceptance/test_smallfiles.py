@@ -127,3 +127,20 @@ def test_check_mode_plan_writes_nothing(tmp_path):
     assert doc["smallfiles"]["cold"]["reason"] == "no path set for this tier"
     assert os.listdir(str(tmp_path)) == []
     assert node.plan(dict(opts, smallfile_count=0))["smallfiles"]["hot"]["opted_out"] is True
+
+
+def test_reader_groups_bus_id_is_normalized_and_never_a_path(tmp_path):
+    """The bus id nvidia-smi printed is the collection's PCI address (normalize_pci_bus_id), never
+    a path: a value with '..' reads no file outside /sys/bus/pci/devices."""
+    sysfs = tmp_path / "sys"
+    dev = sysfs / "bus" / "pci" / "devices" / "0000:c1:00.0"
+    dev.mkdir(parents=True)
+    (dev / "local_cpulist").write_text("0-3\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "local_cpulist").write_text("0-7\n")
+    health = {"gpus": [{"index": 0, "pci_bus_id": "00000000:C1:00.0"}, {"index": 1, "pci_bus_id": "C1:00.0"},
+                       {"index": 2, "pci_bus_id": "../../../../outside"}]}
+    assert sf.reader_groups({"devices": []}, health, str(sysfs)) == [
+        {"name": "GPU0", "cpus": {0, 1, 2, 3}, "kind": "gpu"}, {"name": "GPU1", "cpus": {0, 1, 2, 3}, "kind": "gpu"},
+        {"name": "GPU2", "cpus": None, "kind": "gpu"}]
