@@ -27,6 +27,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler.hostlist import compress
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure, run
 
 OWNER = "dlrack:"
@@ -112,43 +113,10 @@ def check_names(names):
     return list(names)
 
 
-_NUM_RE = re.compile(r"^(.*?)(\d+)$")
-
-
 def compress_hostlist(names):
-    """Slurm hostlist expression for ``names``: gpu01,gpu02,gpu03,gpu07 -> gpu[01-03,07]. Names
-    that end in digits of the same width share a bracket; the others are listed as they are."""
-    groups = {}
-    order = []
-    for name in sorted(set(names)):
-        m = _NUM_RE.match(name)
-        key = (m.group(1), len(m.group(2))) if m else (name, None)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        if m:
-            groups[key].append(int(m.group(2)))
-    out = []
-    for key in order:
-        prefix, width = key
-        if width is None:
-            out.append(prefix)
-            continue
-        nums = sorted(groups[key])
-        if len(nums) == 1:
-            out.append("%s%0*d" % (prefix, width, nums[0]))
-            continue
-        ranges = []
-        start = prev = nums[0]
-        for n in nums[1:] + [None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            ranges.append("%0*d" % (width, start) if start == prev else "%0*d-%0*d" % (width, start, width, prev))
-            if n is not None:
-                start = prev = n
-        out.append("%s[%s]" % (prefix, ",".join(ranges)))
-    return ",".join(out)
+    """Slurm hostlist expression for ``names`` (checked by check_names): gpu01,gpu02,gpu03,gpu07 ->
+    gpu[01-03,07]; the one implementation is scheduler/hostlist.py."""
+    return compress(names)
 
 
 def chunks(names, size):

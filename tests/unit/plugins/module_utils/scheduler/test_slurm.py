@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler import slurm
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler.hostlist import expand
 from slurmfake import FakeSlurmctld
 from testpaths import DATA
 
@@ -58,8 +59,11 @@ def test_reason_grammar():
 
 
 def test_hostlist():
-    assert slurm.compress_hostlist(["gpu03", "gpu01", "gpu02", "gpu07", "login", "gpu010", "n1"]) == \
-        "gpu[01-03,07],gpu010,login,n1"
+    # one bracket per prefix; each range keeps the width of its lower bound (010 is gpu010)
+    names = ["gpu03", "gpu01", "gpu02", "gpu07", "login", "gpu010", "n1"]
+    assert slurm.compress_hostlist(names) == "gpu[01-03,07,010],login,n1"
+    assert sorted(expand(slurm.compress_hostlist(names))) == sorted(names)
+    assert sorted(FakeSlurmctld("")._expand(slurm.compress_hostlist(names))) == sorted(names)
     with pytest.raises(slurm.SlurmError, match="list each node"):
         slurm.check_names(["gpu[01-02]"])
 

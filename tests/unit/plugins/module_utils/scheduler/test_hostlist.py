@@ -5,7 +5,7 @@ tux[0-5,12,20-25]", names separated by ',' or whitespace; slurm_hostlist_create(
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import HostlistError, compress, expand
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler.hostlist import HostlistError, compress, expand
 
 
 @pytest.mark.parametrize("expression,names", [
