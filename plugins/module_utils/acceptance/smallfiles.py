@@ -30,7 +30,7 @@ import shutil
 import signal
 import time
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
 SCRATCH_PREFIX = ".dlrack-acceptance-smallfiles-"
@@ -238,7 +238,7 @@ def _rate(x, s):
 
 
 def _cpulist(cpus):
-    return ",".join(str(c) for c in sorted(cpus)) if cpus else None
+    return format_cpulist(cpus) if cpus else None
 
 
 class _Signals(object):

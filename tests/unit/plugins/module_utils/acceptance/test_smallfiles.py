@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import node
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import smallfiles as sf
+from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import format_cpulist
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
 
 
@@ -144,3 +145,12 @@ def test_reader_groups_bus_id_is_normalized_and_never_a_path(tmp_path):
     assert sf.reader_groups({"devices": []}, health, str(sysfs)) == [
         {"name": "GPU0", "cpus": {0, 1, 2, 3}, "kind": "gpu"}, {"name": "GPU1", "cpus": {0, 1, 2, 3}, "kind": "gpu"},
         {"name": "GPU2", "cpus": None, "kind": "gpu"}]
+
+
+def test_group_cpus_are_written_as_a_kernel_cpulist(tmp_path):
+    """A group's CPUs in the result are a cpulist as the kernel writes it (hw/cpulist.format_cpulist),
+    the form of every other cpulist in dlrack_hw, not one id per CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    doc = sf.read_phase(str(tmp_path), 0, [{"name": "GPU0", "cpus": set(cpus)}], 1, 1)
+    assert doc["groups"][0]["cpus"] == format_cpulist(cpus)
+    assert sf._cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
