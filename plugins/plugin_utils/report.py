@@ -58,9 +58,6 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-_now = now_iso
-
-
 def new_run_id():
     """A fresh id for one run; every file of the run carries it, so a reader can tell that
     report.json, report.xml and report.html come from the same run."""
@@ -419,9 +416,6 @@ def atomic_write(path, text, mode=0o644):
     """Replace one file atomically (write_file_set with a single file)."""
     return write_file_set(os.path.dirname(path) or ".", {os.path.basename(path): text}, what=path, mode=mode)[
         os.path.basename(path)]
-
-
-_atomic_write = atomic_write
 
 
 # ---------------------------------------------------------------------------------- JSON, JUnit
@@ -832,11 +826,6 @@ def topology(hw):
         sub = "declared disks" if source == "declared" and not loose[0] else "numa_node -1 / unknown"
         columns.append({"title": title, "subtitle": sub, "fill": "#fff8f0", "items": _column_items(loose[0], loose[1], source)})
     return _layout(columns)
-
-
-def _svg_topology(hw):
-    """The topology drawing as inline SVG text (topology.svg.j2)."""
-    return render("topology.svg.j2", topo=topology(hw))
 
 
 # ----------------------------------------------------------------------------------------- HTML
