@@ -23,6 +23,9 @@ import glob
 import json
 import os
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_int
+from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import media_kind, transport_of
+
 SCRATCH_PREFIX = ".dlrack-acceptance-"
 LAYOUT_ALLOWANCE_S = 300
 # Random reads: jobs per device of the tier x queue depth 32 = 128 requests in flight per device,
@@ -243,17 +246,14 @@ def _leaf_disks(name, sysfs, depth=0):
 
 
 def disk_kind(name, sysfs="/sys"):
-    """nvme, ssd or hdd (sysfs queue/rotational), loop for a loop device (a file somewhere else:
-    no device-derived expectation), None when unknown."""
+    """nvme, ssd or hdd by the block-device reader's rule (storage/blockdev.media_kind: sysfs
+    queue/rotational; None when unreadable and for virtio disks, which report rotational=1 whatever
+    backs them), loop for a loop device (a file somewhere else: no device-derived expectation)."""
     if name.startswith("loop"):
         return "loop"
-    if name.startswith("nvme"):
-        return "nvme"
-    try:
-        with open(os.path.join(sysfs, "class", "block", name, "queue", "rotational")) as fh:
-            return "hdd" if fh.read(16).strip() == "1" else "ssd"
-    except (IOError, OSError):
-        return None
+    devdir = os.path.join(sysfs, "class", "block", name)
+    return media_kind(name, transport_of(name, os.path.realpath(devdir), devdir),
+                      read_int(os.path.join(devdir, "queue", "rotational")))
 
 
 def tier_devices(path, sysfs="/sys", mountinfo="/proc/self/mountinfo"):

@@ -166,3 +166,20 @@ def test_tier_devices_from_mountinfo_and_sysfs(tmp_path):
         af._mount_of = orig
     real = af.tier_devices("/")                     # this host's root filesystem, read only
     assert real["fstype"] and all(d["kind"] in ("nvme", "ssd", "hdd", "loop", None) for d in real["devices"])
+
+
+def test_disk_kind_is_the_block_device_readers_rule_virtio_is_unknown(tmp_path):
+    """A tier's device kind follows the one block-device reader (storage/blockdev.media_kind): a
+    virtio disk reports rotational=1 whatever backs it (the real h200-vm capture: vda and vdb on an
+    NVMe-backed cloud VM both read 1), so its kind is unknown and no HDD figure is expected of it."""
+    from blocktrees import h200_tree
+    root = h200_tree(tmp_path)
+    sysfs = os.path.join(root, "sys")
+    blk = os.path.join(sysfs, "class", "block")
+    os.makedirs(blk)
+    for name in ("vda", "vdb"):           # /sys/class/block/NAME -> ../../devices/..., as /sys/block/NAME
+        with open(os.path.join(sysfs, "block", name, "queue", "rotational")) as fh:
+            assert fh.read().strip() == "1"
+        os.symlink(os.path.join("..", "..", os.readlink(os.path.join(sysfs, "block", name))[3:]), os.path.join(blk, name))
+    assert [af.disk_kind(n, sysfs) for n in ("vda", "vdb")] == [None, None]
+    assert af.disk_kind("loop3", sysfs) == "loop"
