@@ -38,6 +38,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
     MAX_CPUS,
     CpuListError,
@@ -440,15 +441,13 @@ def _split(topo, units, members, reserved, include_smt, max_cores_per_gpu):
 def _amd_entry(entry, gpu):
     """AMD/Hygon plan entries also say their vendor and device files (the render node and
     /dev/kfd, which a job's cgroup must allow); NVIDIA entries keep their schema-1 keys."""
-    vendor = str(gpu.get("vendor") or "").lower() or {"0x1002": "amd", "0x1d94": "hygon"}.get(
-        str(gpu.get("vendor_id") or "").lower())
-    if vendor not in ("amd", "hygon"):
+    vendor = gpu_seam.vendor_name(gpu)
+    mod = gpu_seam.BY_NAME.get(vendor)
+    if mod is None or mod is gpu_seam.nvidia:
         return
-    render = gpu.get("render_node")
-    render = render if isinstance(render, str) and re.match(r"^renderD[0-9]{1,4}$", render) else None
     entry["vendor"] = vendor
-    entry["render_node"] = render
-    entry["device_files"] = (["/dev/dri/" + render] if render else []) + ["/dev/kfd"]
+    entry["render_node"] = mod.render_node(gpu)
+    entry["device_files"] = mod.device_files(gpu)
 
 
 def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,

@@ -32,6 +32,7 @@ import math
 import marshal
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
+from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import assess_ecc
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
@@ -296,11 +297,7 @@ def _model_from_pci_name(pci_name, vendor=None):
 def _gpu_vendor(gpu):
     """'nvidia' (also a schema-1 entry without vendor or vendor_id), 'amd' or 'hygon': the entry's
     vendor, else its PCI vendor id, else the vendor of its catalogue model (a declared model)."""
-    vendor = str(gpu.get("vendor") or "").lower()
-    if vendor in ("nvidia", "amd", "hygon"):
-        return vendor
-    by_id = {"0x10de": "nvidia", "0x1002": "amd", "0x1d94": "hygon"}.get(str(gpu.get("vendor_id") or "").lower())
-    return by_id or str((gpu.get("_spec") or {}).get("vendor") or "nvidia")
+    return gpu_seam.vendor_name(gpu) or str((gpu.get("_spec") or {}).get("vendor") or "nvidia")
 
 
 def _amd_node(gpus):

@@ -5,7 +5,8 @@
 
 Each vendor module (nvidia.py, amd.py) offers the same interface:
 
-- ``NAME``, ``PCI_VENDORS`` (ids it owns), ``GPU_CLASSES`` (PCI classes that are its GPUs);
+- ``NAME``, ``PCI_VENDORS`` (ids it owns), ``VENDOR_NAMES`` (PCI id -> the ``vendor`` name its
+  entries carry), ``GPU_CLASSES`` (PCI classes that are its GPUs);
 - ``TOOLS``: the command-line tools it may call (looked up by the gatherer, never required);
 - ``sysfs_gpu(rd, devdir, bus[, vendor_id])``: one GPU entry from its PCI device directory
   (memory, link, ECC state and counters, interconnect, NUMA node, device files where sysfs has
@@ -35,6 +36,16 @@ VENDORS = (nvidia, amd)
 BY_NAME = {"nvidia": nvidia, "amd": amd, "hygon": amd}
 BY_PCI_ID = dict((pid, mod) for mod in VENDORS for pid in mod.PCI_VENDORS)
 TOOLS = tuple(t for mod in VENDORS for t in mod.TOOLS)
+NAME_BY_PCI_ID = dict((pid, name) for mod in VENDORS for pid, name in mod.VENDOR_NAMES.items())
+
+
+def vendor_name(gpu):
+    """'nvidia', 'amd' or 'hygon' for one ``dlrack_hw`` GPU entry: its ``vendor`` key, else its
+    PCI ``vendor_id``; None when neither says (a schema-1 entry, a declared model)."""
+    name = str(gpu.get("vendor") or "").lower()
+    if name in BY_NAME:
+        return name
+    return NAME_BY_PCI_ID.get(str(gpu.get("vendor_id") or "").lower())
 
 
 def vendor_of(gpu):

@@ -51,6 +51,7 @@ INTERCONNECT = "xgmi"
 KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 IOLINK_TYPE_XGMI = 11
 MAX_KFD_NODES = 512
+RENDER_NODE = re.compile(r"^renderD[0-9]{1,4}$")
 
 
 def blank_gpu(bus, vendor_id="0x1002"):
@@ -63,11 +64,18 @@ def blank_gpu(bus, vendor_id="0x1002"):
             "serial": None, "render_node": None, "ras": None, "ecc_errors": None, "retired_pages": None}
 
 
+def render_node(gpu):
+    """The entry's render node ("renderD128"), or None when it has none or the name is not one:
+    it comes from the node and becomes a path under /dev/dri."""
+    name = gpu.get("render_node")
+    return name if isinstance(name, str) and RENDER_NODE.match(name) else None
+
+
 def device_files(gpu):
     """The device files a job on this GPU needs: its render node and /dev/kfd (ROCm's compute
     interface, one for all GPUs)."""
-    out = ["/dev/dri/%s" % gpu["render_node"]] if gpu.get("render_node") else []
-    return out + ["/dev/kfd"]
+    render = render_node(gpu)
+    return (["/dev/dri/%s" % render] if render else []) + ["/dev/kfd"]
 
 
 def links_active(gpu):
@@ -128,7 +136,7 @@ def sysfs_gpu(rd, d, bus, vendor_id="0x1002"):
     if hive and re.match(r"^[0-9]{1,20}$", hive) and int(hive) != 0:
         g["interconnect"] = {"kind": INTERCONNECT, "links_active": None, "hive_id": "0x%x" % int(hive)}
     for name in rd.listdir(os.path.join(d, "drm")):
-        if re.match(r"^renderD[0-9]{1,4}$", name):
+        if RENDER_NODE.match(name):
             g["render_node"] = name
     return g
 

@@ -21,6 +21,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 NAME = "nvidia"
 PCI_VENDORS = ("0x10de",)
 VENDOR_ID = "0x10de"
+VENDOR_NAMES = {VENDOR_ID: NAME}
 GPU_CLASSES = ("0x0300", "0x0302")
 TOOLS = ("nvidia-smi",)
 VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES",)

@@ -158,6 +158,21 @@ def test_seam_picks_vendor_by_entry():
     assert seam.vendor_of({"vendor": "hygon"}).NAME == "amd"
     assert seam.device_files({"index": 3}) == ["/dev/nvidia3"]
     assert seam.visible_devices_env({}) == ("CUDA_VISIBLE_DEVICES",)
+    assert [seam.vendor_name(g) for g in ({}, {"vendor_id": "0x10DE"}, {"vendor_id": "0x1d94"},
+                                          {"vendor": "AMD", "vendor_id": "0x10de"}, {"vendor_id": "0x8086"})] == \
+        [None, "nvidia", "hygon", "amd", None]
+
+
+@pytest.mark.parametrize("render,files", [
+    ("renderD129", ["/dev/dri/renderD129", "/dev/kfd"]),
+    (None, ["/dev/kfd"]),
+    # the name comes from the node (or a declaration) and becomes a path: only a render node name
+    ("../../sda", ["/dev/kfd"]),
+    ("renderD128/../../../dev/sda", ["/dev/kfd"]),
+    (["renderD128"], ["/dev/kfd"]),
+])
+def test_amd_device_files_take_only_a_render_node_name(render, files):
+    assert seam.device_files({"vendor": "amd", "render_node": render}) == files
 
 
 def test_hygon_dcu_is_listed_by_its_pci_vendor_id(tmp_path):
