@@ -154,10 +154,21 @@ from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev impor
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import container_marker, under
 from ansible_collections.dlrack.node.plugins.module_utils.storage.plan import (
     StoragePlanError, argument_spec, parse_mountinfo, plan_storage)
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import Runner
 
 ROOT = "/"                  # the node's root (a captured tree in tests)
 MOUNTINFO_LIMIT = 8 << 20   # bytes; a node with 10,000 mounts writes ~2 MiB
 LINK_HOPS = 40              # as the kernel's MAXSYMLINKS
+# blkid -p of each disk through the bounded runner (system/command.py): a disk whose probe hangs
+# (a dying drive, a wedged controller) costs BLKID_TIMEOUT_S and is then "signatures unknown",
+# which the planner never takes for blank.
+BLKID_TIMEOUT_S = 30
+BLKID_OUTPUT_LIMIT = 1 << 20
+
+
+def bounded_run(argv):
+    """The reader's ``run``: (rc, out, err) of ``argv`` within BLKID_TIMEOUT_S and BLKID_OUTPUT_LIMIT."""
+    return Runner(timeout=BLKID_TIMEOUT_S, output_limit=BLKID_OUTPUT_LIMIT)(argv)
 
 
 def in_container(root="/"):
@@ -251,7 +262,7 @@ def main():
         module.fail_json(msg="blkid is not installed on %s; it is needed to see what each disk carries (install "
                              "util-linux / blkid)" % socket.gethostname())
     errors = []
-    reader = BlockDevices(ROOT, run=module.run_command, blkid=blkid, errors=errors)
+    reader = BlockDevices(ROOT, run=bounded_run, blkid=blkid, errors=errors)
     requests = [str(r) for key in ("hot_devices", "cold_devices") if isinstance(p[key], list) for r in p[key]]
     disks = probe_disks(reader, requests + list(p["wipe_allowed"]))
     config = dict(p, host=socket.gethostname())

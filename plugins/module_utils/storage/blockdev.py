@@ -8,6 +8,7 @@ Used by hw_facts (``gather``), ``storage_tiers_plan`` and ``md_array``. Everythi
 ``<root>/sys/class/block``, ``<root>/proc/self/mountinfo`` (else ``mounts``), ``<root>/proc/swaps``,
 ``<root>/dev/disk/by-id`` and the udev database ``<root>/run/udev/data``. The only command is
 ``blkid -p`` (low-level probe, no cache), run through an injected ``run(argv) -> (rc, out, err)``
+(the callers pass the bounded runner of system/command.py: a probe stopped at its limit is an error)
 and only when the caller passes its path (it needs root).
 
 The rules, written once:
@@ -44,6 +45,7 @@ import re
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import (  # noqa: F401 - re-exported
     listdir, natural_key, read_int, read_text, readlink_base, under)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import parse_export
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import problem
 
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var", "[SWAP]")
 NOT_DISKS = ("loop", "ram", "zram", "sr", "dm-", "md", "fd", "nbd")
@@ -364,7 +366,11 @@ class BlockDevices(object):
                 # blkid -p exits 2, "nothing found", for a missing node too: that is not "blank"
                 self.errors.append("blkid -p /dev/%s: no such device node; its signatures are unknown" % target)
                 continue
-            rc, out, err = self.run([self.blkid, "-p", "-o", "export", "/dev/" + target])
+            res = self.run([self.blkid, "-p", "-o", "export", "/dev/" + target])
+            rc, out, err = res[0], res[1], res[2]
+            if problem(res):   # the bounded runner stopped it (time or output limit) or it did not start
+                self.errors.append("%s; the signatures of /dev/%s are unknown" % (problem(res), target))
+                continue
             blank = rc == 2 and not (err or "").strip()   # "blkid: error: ...: Operation not permitted" exits 2 too
             if rc == 0:
                 vals = parse_export(out)

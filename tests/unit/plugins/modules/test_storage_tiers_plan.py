@@ -132,6 +132,7 @@ def run_main(monkeypatch, tmp_path, **params):
     p["var_prefix"] = "storage_tiers_"
     fake = FakeModule(p)
     monkeypatch.setattr(mod, "AnsibleModule", lambda **kw: fake)
+    monkeypatch.setattr(mod, "bounded_run", fake.run_command, raising=False)
     monkeypatch.setattr(mod, "ROOT", node_tree(tmp_path))
     with pytest.raises(SystemExit) as e:
         mod.main()
@@ -158,3 +159,37 @@ def test_main_plans_a_dedicated_mount_point(monkeypatch, tmp_path):
     fake, (kind, res) = run_main(monkeypatch, tmp_path, hot_mount="/opt/ml/hot")
     assert kind == "exit" and res["changed"] is False, res
     assert res["plan"]["hot"]["filesystems"][0]["mount"] == "/opt/ml/hot"
+
+
+def test_main_bounds_a_hung_blkid_and_never_takes_it_for_blank(monkeypatch, tmp_path):
+    """A blkid -p that never answers (a dying disk, a wedged controller) is stopped by the bounded
+    runner after BLKID_TIMEOUT_S: the disk's signatures are unknown (never "blank"), the warning
+    names the command and the limit, and the module answers in bounded time. The module's own
+    run (the real stand-in blkid is started), not the test's fake."""
+    import time
+    tool = tmp_path / "bin" / "blkid"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\nexec sleep 8\n")
+    tool.chmod(0o755)
+    p = sp.with_defaults(dict(hot_devices=[TOSHIBA_ID], cold_enabled=False, hot_mount="/opt/ml/hot"))
+    p["var_prefix"] = "storage_tiers_"
+    fake = FakeModule(p)
+    fake.get_bin_path = lambda name: str(tool)
+
+    def unbounded(argv):   # what AnsibleModule.run_command does: no time limit
+        import subprocess
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        return proc.returncode, proc.stdout, proc.stderr
+    fake.run_command = unbounded
+    monkeypatch.setattr(mod, "AnsibleModule", lambda **kw: fake)
+    monkeypatch.setattr(mod, "BLKID_TIMEOUT_S", 1, raising=False)
+    monkeypatch.setattr(mod, "ROOT", node_tree(tmp_path))
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as e:
+        mod.main()
+    assert time.monotonic() - started < 6
+    kind, res = e.value.args[0]
+    problems = res.get("probe_errors") or fake.warnings
+    assert any("did not answer within 1 s and was killed; the signatures of /dev/" in w for w in problems), (kind, res)
+    assert [d["probe"] for d in res["disks"] if d["name"] == "nvme0n1"] == [None]   # unknown, not blank
+    assert kind == "fail" and "its signatures are unknown (not probed with blkid -p). Nothing was changed." in res["msg"]
