@@ -20,10 +20,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
-from xml.sax.saxutils import escape
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
-    ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, strict_json_dumps, write_file_set, xml_safe)
+    ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, render, strict_json_dumps, write_file_set)
 
 VERDICTS = ("pass", "warning", "error", "skip", "incomplete")
 _RANK = {"skip": 0, "pass": 1, "warning": 2, "incomplete": 3, "error": 4}
@@ -597,50 +596,23 @@ def build_junit(doc):
 
 
 _CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip", "incomplete": "inc"}
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
-header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#b8c0cc}
-main{padding:20px 28px;max-width:1400px}.cards{display:flex;gap:12px;margin-bottom:18px}
-.card{background:#fff;border-radius:8px;padding:12px 18px;min-width:110px;box-shadow:0 1px 2px #0002}.card b{display:block;font-size:26px}
-.pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}.skip{color:#57606a}.inc{color:#8250df}.muted{color:#57606a}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
-.badge.pass{background:#1a7f37}.badge.warn{background:#bf8700}.badge.fail{background:#cf222e}.badge.skip{background:#8c959f}.badge.inc{background:#8250df}
-section{background:#fff;border-radius:8px;margin:18px 0;padding:14px 18px;box-shadow:0 1px 2px #0002}
-table{border-collapse:collapse;width:100%}th,td{padding:6px 10px;border-bottom:1px solid #e6e8eb;text-align:left;vertical-align:top;font-size:13px}
-th{background:#eef0f3;font-weight:600;font-size:12px}td.n{white-space:nowrap}
-"""
 
 
-def _h(value):
-    return '<span class="muted">-</span>' if value is None else escape(xml_safe(value))
+def _html_rows(measurements):
+    """(measurement, value with unit, expected with unit) for the template's rows."""
+    rows = []
+    for m in measurements:
+        value = None if m["value"] is None else "%s %s" % (m["value"], m["unit"] or "")
+        exp = m["expected"] if m["expected"] is None or not m["unit"] else ">= %s %s" % (m["expected"], m["unit"])
+        rows.append((m, value, exp))
+    return rows
 
 
 def build_html(doc, title="dlrack.node acceptance report"):
-    s = doc["summary"]
-    h = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-         '<meta name="viewport" content="width=device-width,initial-scale=1">',
-         "<title>%s</title><style>%s</style></head><body>" % (escape(title), _CSS),
-         "<header><h1>%s</h1><p>%d hosts &middot; fail on %s &middot; generated %s</p></header><main>"
-         % (escape(title), s["hosts"], escape(s["fail_on"]), escape(s["generated_at"])),
-         '<div class="cards">']
-    for v in VERDICTS:
-        h.append('<div class="card"><b class="%s">%d</b>%s</div>' % (_CLASS[v], s[v], v))
-    h.append("</div>")
-    for host, r in sorted(doc["hosts"].items()):
-        h.append('<section id="host-%s"><h2>%s <span class="badge %s">%s</span></h2>'
-                 % (escape(xml_safe(host)), escape(xml_safe(host)), _CLASS[r["status"]], r["status"]))
-        if r.get("check_mode"):
-            h.append('<p class="muted">check mode: nothing was measured</p>')
-        h.append("<table><tr><th>verdict</th><th>measurement</th><th>target</th><th>value</th><th>expected</th><th>reason</th></tr>")
-        for m in r["measurements"]:
-            value = None if m["value"] is None else "%s %s" % (m["value"], m["unit"] or "")
-            exp = m["expected"] if m["expected"] is None or not m["unit"] else ">= %s %s" % (m["expected"], m["unit"])
-            h.append('<tr><td><span class="badge %s">%s</span></td><td class="n">%s</td><td class="n">%s</td>'
-                     '<td class="n">%s</td><td class="n">%s</td><td>%s</td></tr>'
-                     % (_CLASS[m["verdict"]], m["verdict"], escape(m["name"]), _h(m["target"]), _h(value), _h(exp), _h(m["reason"])))
-        h.append("</table></section>")
-    h.append("</main></body></html>")
-    return "\n".join(h) + "\n"
+    """The acceptance page (templates/acceptance.html.j2, the reports' Jinja environment)."""
+    hosts = [(host, dict(r, rows=_html_rows(r["measurements"]))) for host, r in sorted(doc["hosts"].items())]
+    return render("acceptance.html.j2", title=title, summary=doc["summary"], hosts=hosts,
+                  cards=[(v, _CLASS[v]) for v in VERDICTS], classes=_CLASS)
 
 
 def write_reports(report_dir, doc, prefix="acceptance"):

@@ -221,3 +221,66 @@ def test_hostile_names_stay_text_in_chromium(tmp_path):
     assert res["scripts"] == 0 and res["handlers"] == []
     assert res["hosts"] == ["host-" + hostile_host]
     assert res["overflow"] == 0
+
+
+ACCEPTANCE_PROBE = r"""
+<script>
+(function () {
+  var out = {vw: innerWidth, scrollX: document.documentElement.scrollWidth, tables: [], reasons: []};
+  document.querySelectorAll('table').forEach(function (t) {
+    var b = t.getBoundingClientRect(), box = t.parentElement, cs = getComputedStyle(box);
+    out.tables.push({right: b.right, boxScrolls: cs.overflowX === 'auto' || cs.overflowX === 'scroll',
+                     boxRight: box.getBoundingClientRect().right});
+  });
+  document.querySelectorAll('.card').forEach(function (c) { out.tables.push({right: c.getBoundingClientRect().right, card: true}); });
+  var doc = window.parent.document;
+  var pre = doc.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  doc.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
+def test_acceptance_report_in_chromium(tmp_path, width, height):
+    """acceptance.html of a measured H200 host (a long health line in 'expected'), an incomplete
+    host and an unreachable one: the page never scrolls sideways and every table fits or scrolls
+    in its own box; the cards wrap on a phone. (The page built by string concatenation had no
+    scroll box and kept 'expected' on one line: at 1366 px the reason column ran off the page.)"""
+    from ansible_collections.dlrack.node.plugins.module_utils.acceptance.health import health_from_xml
+    from ansible_collections.dlrack.node.plugins.plugin_utils import acceptance as acc
+    from testpaths import DATA
+    with open(os.path.join(DATA, "acceptance", "h200-vm-nvidia-smi-q-x-idle.xml"), encoding="utf-8") as fh:
+        health = dict(health_from_xml(fh.read()), status="ok", reason=None)
+    fig = {"gbps": 54.8, "best": 54.8, "worst": 54.8, "n": 10, "bytes": 1 << 30}
+    dev = {"ordinal": 0, "pci_bus_id": "0000:00:06.0", "name": "NVIDIA H200", "numa_node": None, "h2d_pinned": fig,
+           "d2h_pinned": fig, "h2d_pageable": fig, "d2h_pageable": fig, "link": dict(health["gpus"][0]["pcie"], source="nvidia-smi")}
+    measured = {"check_mode": False, "gpu": {"status": "ok", "devices": [dev], "p2p": None}, "health": health,
+                "storage": {"hot": {"path": "/mnt/hot", "status": "ok", "direct": True,
+                                    "read": {"bytes_per_s": 9.0e9, "ioengine": "libaio", "jobs": 4},
+                                    "write": {"bytes_per_s": 6.0e9, "ioengine": "libaio", "jobs": 4}},
+                            "cold": {"path": "", "status": "skip", "reason": "no path set for this tier"}},
+                "memory": {"status": "ok", "nodes": [{"node": 0, "status": "ok", "gbps": 180.0, "threads": 8}]},
+                "gpu_count": 1}
+    unmeasured = dict(measured, gpu={"status": "skip", "reason": "libcuda.so.1 cannot be loaded: no NVIDIA driver",
+                                     "devices": []}, gpu_count=0, storage={
+        "hot": {"path": "/mnt/hot", "status": "skip", "reason": "fio is not installed on this node"},
+        "cold": {"path": "", "status": "skip", "reason": "no path set for this tier"}})
+    doc = acc.evaluate({"gpu-01.rack7.example.com": {"raw": measured}, "gpu-02": {"raw": unmeasured},
+                        "gpu-03": {}}, "error")
+    assert [doc["hosts"][h]["status"] for h in sorted(doc["hosts"])] == ["pass", "incomplete", "error"]
+    paths = acc.write_reports(str(tmp_path / "r"), doc)
+    with open(paths["html"], encoding="utf-8") as fh:
+        page = fh.read()
+    probed = tmp_path / "probed.html"
+    probed.write_text(_at_width(page.replace("</body>", ACCEPTANCE_PROBE + "</body>"), width, height), encoding="utf-8")
+    dom = _chromium(str(tmp_path / "profile"), "--window-size=%d,%d" % (width, height), "--virtual-time-budget=3000",
+                    "--dump-dom", "file://" + str(probed))
+    m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
+    res = json.loads(m.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+    assert res["vw"] == width and res["scrollX"] <= width, (res["vw"], res["scrollX"])
+    assert len([t for t in res["tables"] if not t.get("card")]) == 3
+    for t in res["tables"]:
+        assert t["right"] <= width + 0.5 or (t.get("boxScrolls") and t["boxRight"] <= width + 0.5), t
