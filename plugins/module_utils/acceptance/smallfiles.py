@@ -13,9 +13,9 @@ node - each pinned to the group's CPUs, read their share of the files (interleav
 shuffled sampler spreads them) once from the disks ("cold"), then once more from the page cache
 ("warm"), each phase bounded by ``phase_s`` seconds. Files/s and MB/s per group and in total.
 
-The scratch directory is always removed: in ``finally``, also when a worker fails, and on SIGTERM
-and SIGINT (handlers turn them into an exception while it runs, then the previous handlers are put
-back and the signal is re-raised). Scratch sets left by a killed run (SIGKILL) are removed by the
+The scratch directory is always removed: in ``finally``, also when a worker fails, and on SIGTERM,
+SIGINT and SIGHUP (the controller's ssh session with a tty ending): handlers turn them into an
+exception while it runs, then the previous handlers are put back and the signal is re-raised. Scratch sets left by a killed run (SIGKILL) are removed by the
 next run. Stdlib only (Python 3.6+).
 """
 from __future__ import absolute_import, division, print_function
@@ -35,6 +35,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import Pars
 
 SCRATCH_PREFIX = ".dlrack-acceptance-smallfiles-"
 PER_DIR = 1000
+# The signals that end a measurement with the set removed first (then re-raised).
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _CHUNK = 1 << 20
 
 
@@ -148,8 +150,8 @@ def _read_share(root, indices, deadline):
 def _worker(root, indices, cpus, deadline, wfd):
     code = 0
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
         if cpus and hasattr(os, "sched_setaffinity"):
             try:
                 os.sched_setaffinity(0, cpus)
@@ -242,11 +244,11 @@ def _cpulist(cpus):
 
 
 class _Signals(object):
-    """SIGTERM/SIGINT -> Interrupted while the measurement runs; the previous handlers afterwards."""
+    """SIGNALS -> Interrupted while the measurement runs; the previous handlers afterwards."""
 
     def __enter__(self):
         self.saved = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in SIGNALS:
             self.saved[sig] = signal.getsignal(sig)
             signal.signal(sig, self._raise)
         return self
@@ -276,7 +278,7 @@ def check_target(tier, files, file_kb):
 def measure(tier, groups, files=10000, file_kb=64, workers_per_group=4, phase_s=20, drop_caches=False):
     """The small-file read figures of the tier directory ``tier`` (already checked to be measurable).
     ``groups``: [{"name": "GPU0", "cpus": {0, 1, ...}}, ...]. Returns {status, reason, files,
-    file_kb, write_s, cache_drop, cold, warm}; removes the set whatever happens (SIGTERM/SIGINT
+    file_kb, write_s, cache_drop, cold, warm}; removes the set whatever happens (SIGTERM/SIGINT/SIGHUP
     included; the signal is re-raised once the set is gone)."""
     out = {"status": "ok", "reason": None, "files": files, "file_kb": file_kb, "workers_per_group": workers_per_group,
            "phase_s": phase_s, "cold": None, "warm": None}

@@ -68,10 +68,12 @@ print("returned", flush=True)
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_real_signal_removes_the_set_then_ends_the_process(tmp_path, signum):
     """A real signal while the set is being written or read: the set is removed, then the process
-    ends as the signal's default action says (SIGTERM: killed by it; SIGINT: KeyboardInterrupt)."""
+    ends as the signal's default action says (SIGTERM, SIGHUP: killed by it; SIGINT:
+    KeyboardInterrupt). SIGHUP is what a module gets when the controller's ssh session with a
+    tty (``-tt``, Ansible's default without pipelining) goes away: Ctrl-C, a killed job."""
     tier = tmp_path / "tier"
     tier.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
@@ -93,8 +95,8 @@ def test_a_real_signal_removes_the_set_then_ends_the_process(tmp_path, signum):
             proc.wait()
     assert _left(tier) == [], os.listdir(str(tier))
     assert "returned" not in out
-    if signum == signal.SIGTERM:
-        assert proc.returncode == -signal.SIGTERM, err
+    if signum in (signal.SIGTERM, signal.SIGHUP):
+        assert proc.returncode == -signum, err
     else:
         assert proc.returncode != 0 and "KeyboardInterrupt" in err
 
