@@ -27,9 +27,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, has_control
 
 VOLATILE_TOP = ("uptime_s", "errors")
 VOLATILE_PCIE = ("gen", "speed")
@@ -135,14 +134,15 @@ NAME_MAX = 255
 def host_error(host):
     """One sentence when the inventory host name ``host`` cannot name its declaration directory
     (``<host_vars>/<host>/``) - empty, ``.`` or ``..``, a path separator, NUL or another control
-    character, longer than NAME_MAX bytes - else "" (declare.yml writes nothing for such a host)."""
+    character (safe_text's set: also a bidirectional override that would show the directory under
+    another name), longer than NAME_MAX bytes - else "" (declare.yml writes nothing for such a host)."""
     name = host if isinstance(host, str) else str(host)
     why = None
     if name in ("", ".", ".."):
         why = "is empty, '.' or '..'"
     elif "/" in name or "\\" in name:
         why = "holds a path separator ('/' or '\\')"
-    elif _CONTROL_OR_NUL.search(name):
+    elif has_control(name):
         why = "holds NUL or another control character"
     elif len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
         why = "is %d bytes long, more than a file name can be (%d)" % (len(name.encode("utf-8", "surrogateescape")), NAME_MAX)
@@ -151,9 +151,6 @@ def host_error(host):
     shown = _comment(name if len(name) <= 80 else name[:60] + "...")
     return ("declare.yml refuses host '%s': the name %s, so it cannot name the directory host_vars/<host>/ "
             "that its declaration goes in; rename the host in the inventory (nothing was written)" % (shown, why))
-
-
-_CONTROL_OR_NUL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _comment(text):

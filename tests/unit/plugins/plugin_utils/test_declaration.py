@@ -145,6 +145,7 @@ def test_a_host_name_in_the_comment_cannot_end_it(h200):
     ("../../x", "path separator"), ("a/b", "path separator"), ("..", "'..'"), ("", "empty"),
     ("a\\b", "path separator"), ("nul\x00x", "control character"), ("esc\x1b[2J", "control character"),
     ("x" * 300, "300 bytes long"), ("\u00e9" * 128, "256 bytes long"),
+    ("gpu\u202etxt.exe", "control character"), ("gpu\u2028x", "control character"),   # bidi override, line separator
 ])
 def test_host_names_that_cannot_name_a_directory_are_refused(host, why):
     msg = hw_declaration_host_error(host)
