@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(items):
 def pytest_collection_finish(session):
     if session.config.option.collectonly or hasattr(session.config, "workerinput"):
         return
+    molecule_runs.stop_on_termination()   # SIGTERM/SIGHUP stop and destroy the scenario runs first
     lane = molecule_runs.start_background(session.items)
     if lane is not None:
         session.config.get_terminal_writer().line(

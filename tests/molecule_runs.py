@@ -194,8 +194,36 @@ def start_background(items):
 def stop_all():
     if LANE is not None:
         LANE.stop()
-    for run in RUNS.values():
+    for run in list(RUNS.values()):
         run.stop()
+
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def stop_on_termination():
+    """Make SIGTERM and SIGHUP to this pytest (a CI job's time limit, a closed terminal) stop and
+    destroy the scenario runs first (stop_all), then end the process as the signal would have.
+    The runs have sessions of their own, so without this they would outlive pytest: a storage_vm
+    guest and its molecule going on for up to an hour beside the next job. Ctrl-C needs nothing:
+    pytest turns it into KeyboardInterrupt and pytest_sessionfinish calls stop_all()."""
+    previous = {}
+
+    def handler(signum, dummy_frame):
+        signal.signal(signum, previous.get(signum) or signal.SIG_DFL)
+        try:
+            stop_all()
+        finally:
+            os.kill(os.getpid(), signum)
+
+    for sig in TERMINATING:
+        try:
+            if signal.getsignal(sig) == signal.SIG_IGN:   # nohup: an ignored signal stays ignored
+                continue
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:   # not the main thread: leave the signals as they are
+            break
+    return previous
 
 
 def summary_lines():

@@ -153,3 +153,64 @@ def test_stopping_the_lane_stops_its_run_and_cancels_the_rest(logs, monkeypatch)
     rc, run = lane.result("vm")
     assert run is not None and rc != 0 and not run.running
     assert lane.result("c1") == (None, None) and not (logs / "c1.t0").exists()
+
+
+_TERMINATED_SESSION = r"""
+import subprocess, sys, time
+sys.path.insert(0, %(tests)r)
+import molecule_runs
+molecule_runs.LOG_DIR = %(logs)r
+molecule_runs.argv = lambda scenario, command="test": [sys.executable, "-c", "open(%(marker)r, 'w').write(%%r)" %% command]
+code = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']);"
+        " open(%(pidfile)r, 'w').write(str(c.pid)); time.sleep(300)")
+molecule_runs.RUNS["vm"] = molecule_runs.Run("vm", runner=[sys.executable, "-c", code]).start()
+if %(handler)r:
+    molecule_runs.stop_on_termination()
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("handler", [True, False])
+def test_sigterm_to_the_session_stops_and_destroys_its_runs(logs, handler):
+    """A CI time limit sends SIGTERM to pytest: its scenario runs (own sessions, so the signal does
+    not reach them) are stopped with their children and destroyed before pytest ends by that
+    signal. Without the handler (handler=False, as before it) the run's child outlives pytest."""
+    import signal
+    import subprocess
+    pidfile, marker = logs / "child.pid", logs / "destroyed"
+    tests_dir = os.path.dirname(os.path.abspath(molecule_runs.__file__))
+    code = _TERMINATED_SESSION % {"tests": tests_dir, "logs": str(logs), "marker": str(marker), "pidfile": str(pidfile),
+                                  "handler": handler}
+    session = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert session.stdout.readline().strip() == "ready"
+        for dummy in range(100):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.1)
+        child = int(pidfile.read_text())
+        session.send_signal(signal.SIGTERM)
+        assert session.wait(timeout=60) == -signal.SIGTERM      # it still ends the way it was asked to
+        for dummy in range(50):
+            if not _alive(child):
+                break
+            time.sleep(0.1)
+        if handler:
+            assert not _alive(child), "the run's child %d outlived the terminated session" % child
+            assert marker.read_text() == "destroy"
+        else:
+            assert _alive(child) and not marker.exists()
+    finally:
+        if session.poll() is None:
+            session.kill()
+        if pidfile.exists() and pidfile.read_text() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
