@@ -62,6 +62,13 @@ options:
       - Path to C(nvidia-smi). Default is to look it up in C(PATH).
       - Set to C(never) to skip it (GPUs are then described from sysfs only).
     type: str
+  amd_smi:
+    description:
+      - Path to C(amd-smi) (AMD and Hygon GPUs). Default is to look it up in C(PATH); without it
+        C(rocm-smi) and then C(hy-smi) are used when installed.
+      - Set to C(never) to skip all three (AMD GPUs are then described from amdgpu sysfs and the
+        KFD topology only), for example on a node where a wedged driver makes them hang.
+    type: str
   dmidecode:
     description:
       - C(auto) runs C(dmidecode -t memory) when running as root and dmidecode exists.
@@ -72,8 +79,8 @@ options:
     default: auto
   command_timeout:
     description:
-      - Seconds each command (nvidia-smi, dmidecode, blkid) may run before it is killed with its
-        process group. C(nvidia-smi -q -x) takes a few seconds on an 8-GPU node without persistence
+      - Seconds each command (nvidia-smi, amd-smi, rocm-smi, hy-smi, dmidecode, blkid) may run before
+        it is killed with its process group. C(nvidia-smi -q -x) takes a few seconds on an 8-GPU node without persistence
         mode; a wedged driver never answers.
     type: int
     default: 60
@@ -212,6 +219,7 @@ def main():
             gather_subset=dict(type="list", elements="str", default=["all"],
                                choices=["all"] + list(SUBSETS)),
             nvidia_smi=dict(type="str"),
+            amd_smi=dict(type="str"),
             dmidecode=dict(type="str", default="auto", choices=["auto", "always", "never"]),
             command_timeout=dict(type="int", default=60),
             command_output_limit=dict(type="int", default=16 * 1024 * 1024),
@@ -231,7 +239,8 @@ def main():
     broke = []
     doc = gather(root=module.params["root"], run_command=run,
                  subset=None if "all" in subset else subset,
-                 nvidia_smi=nvidia_smi, dmidecode=module.params["dmidecode"], command_failures=broke)
+                 nvidia_smi=nvidia_smi, amd_smi=module.params["amd_smi"] or "auto",
+                 dmidecode=module.params["dmidecode"], command_failures=broke)
     if broke:
         module.fail_json(msg="; ".join(broke), dlrack_hw=doc, command_failures=broke)
     module.exit_json(changed=False, dlrack_hw=doc, ansible_facts={"dlrack_hw_gathered": doc})

@@ -83,3 +83,28 @@ def test_300_mb_of_nvidia_smi_output_fails_the_host(tmp_path):
 def test_absurd_limits_are_refused(tmp_path):
     res = run_module(tmp_path, root=sysfs_tree("esc8000a-e12"), command_timeout=0)
     assert res["failed"] is True and "command_timeout must be at least 1" in res["msg"]
+
+
+def test_amd_smi_never_skips_every_amd_tool(tmp_path):
+    # a node whose ROCm tools hang (a wedged amdgpu driver): command_timeout fails the host, and
+    # amd_smi: never is the way to still describe its GPUs (from sysfs), as nvidia_smi: never is
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "dlrack_amd_trees_module", os.path.join(ROOT, "tests", "data", "amd", "build_trees.py"))
+    trees = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trees)
+    root = trees.mi300x(str(tmp_path / "trees"))
+    tool = os.path.join(root, "usr", "bin", "rocm-smi")
+    os.makedirs(os.path.dirname(tool))
+    with open(tool, "w") as fh:
+        fh.write("#!/bin/sh\nsleep 600\n")
+    os.chmod(tool, 0o755)
+    started = time.monotonic()
+    res = run_module(tmp_path, root=root, gather_subset=["gpus"], command_timeout=2)
+    assert time.monotonic() - started < 2 + 10
+    assert res["failed"] is True and res["msg"].startswith("rocm-smi --showproductname --showbus")
+    res = run_module(tmp_path, root=root, gather_subset=["gpus"], command_timeout=2, amd_smi="never")
+    assert res.get("failed") is not True, res
+    gpus = res["dlrack_hw"]["gpus"]
+    assert len(gpus) == 8 and all(g["vendor"] == "amd" and g["memory_mb"] == 196608 for g in gpus)
+    assert res["dlrack_hw"]["errors"] == []
