@@ -66,6 +66,8 @@ class Run(object):
         self.proc = None
         self.started = self.ended = None
         self.background = False
+        self.rc = None      # the exit status, once waited for
+        self.error = None   # why the run could not start or be waited for (the lane's runs)
 
     def start(self):
         os.makedirs(LOG_DIR, exist_ok=True)
@@ -120,8 +122,11 @@ class Run(object):
             with open(self.log_path, "a") as log:
                 log.write("\n--- stopped; %s\n" % " ".join(cmd))
                 log.flush()
-                subprocess.run(cmd, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT,
-                               timeout=300, check=False)
+                try:
+                    subprocess.run(cmd, cwd=ROOT, env=environment(), stdout=log, stderr=subprocess.STDOUT,
+                                   timeout=300, check=False)
+                except subprocess.TimeoutExpired:
+                    log.write("\n--- %s did not finish in 300 s: the scenario may still be up\n" % " ".join(cmd))
 
 
 def order(items, names):
@@ -150,17 +155,26 @@ class Lane(threading.Thread):
         threading.Thread.__init__(self, name="molecule-lane", daemon=True)
         self.names, self.make_run = list(names), make_run
         self.runs, self.cancelled = {}, False
+        self.lock = threading.Lock()
         self.done = dict((n, threading.Event()) for n in self.names)
 
     def run(self):
         try:
             for name in self.names:
-                if self.cancelled:
-                    break
-                run = self.runs[name] = RUNS[name] = self.make_run(name)
-                run.background = True
-                run.start()
-                run.rc = run.wait(BACKGROUND_TIMEOUT)
+                with self.lock:   # stop() either sees this run started or the lane cancelled, never neither
+                    if self.cancelled:
+                        break
+                    run = self.runs[name] = RUNS[name] = self.make_run(name)
+                    run.background = True
+                    try:
+                        run.start()
+                    except Exception as exc:  # pylint: disable=broad-except  # the test says why
+                        run.error = "%s: %s" % (type(exc).__name__, exc)
+                if run.error is None:
+                    try:
+                        run.rc = run.wait(BACKGROUND_TIMEOUT)
+                    except Exception as exc:  # pylint: disable=broad-except  # the test says why
+                        run.error = "%s: %s" % (type(exc).__name__, exc)
                 self.done[name].set()
         finally:
             for event in self.done.values():
@@ -173,8 +187,10 @@ class Lane(threading.Thread):
         return (None, None) if run is None else (getattr(run, "rc", None), run)
 
     def stop(self):
-        self.cancelled = True
-        for run in list(self.runs.values()):
+        with self.lock:
+            self.cancelled = True
+            runs = list(self.runs.values())
+        for run in runs:
             run.stop()
         self.join(timeout=600)
 
@@ -229,6 +245,9 @@ def stop_on_termination():
 def summary_lines():
     lines = []
     for name, run in sorted(RUNS.items(), key=lambda kv: kv[1].started or 0):
-        state = "still running" if run.running else "rc=%s" % run.proc.returncode
-        lines.append("%-14s %6.0f s  %-10s %s" % (name, run.seconds(), "background" if run.background else "", state))
+        if run.proc is None:
+            state = "did not start: %s" % (run.error or "?")
+        else:
+            state = "still running" if run.running else "rc=%s" % run.proc.returncode
+        lines.append("%-14s %6.0f s  %-10s %s" % (name, run.seconds() or 0, "background" if run.background else "", state))
     return lines

@@ -23,6 +23,9 @@ def test_molecule_scenario(scenario):
         rc, run = lane.result(scenario)
         if run is None:
             pytest.fail("molecule test -s %s did not run: the background lane was stopped first" % scenario)
+        if rc is None:
+            pytest.fail("molecule test -s %s did not run to its end in the background lane: %s; log %s"
+                        % (scenario, run.error, run.log_path))
     else:
         run = molecule_runs.RUNS[scenario] = molecule_runs.Run(scenario).start()
         rc = run.wait()

@@ -214,3 +214,20 @@ def test_sigterm_to_the_session_stops_and_destroys_its_runs(logs, handler):
             session.kill()
         if pidfile.exists() and pidfile.read_text() and _alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_a_lane_run_that_cannot_start_says_why_and_the_summary_still_prints(logs, monkeypatch):
+    """molecule missing from .venv (or any failure to start): the scenario's result is no exit
+    status with the reason, the lane goes on to the next scenario, and the terminal summary
+    (which read run.proc.returncode) prints instead of failing the session with a traceback."""
+    monkeypatch.setattr(molecule_runs, "RUNS", {})
+    made = {"vm": molecule_runs.Run("vm", runner=[str(logs / "no-such-molecule"), "test"]),
+            "c1": molecule_runs.Run("c1", runner=_py("pass"))}
+    lane = molecule_runs.Lane(["vm", "c1"], make_run=made.get)
+    lane.start()
+    rc, run = lane.result("vm")
+    assert rc is None and run.error.startswith(("FileNotFoundError", "PermissionError")), run.error
+    assert lane.result("c1")[0] == 0
+    lines = molecule_runs.summary_lines()
+    assert any(line.startswith("vm") and "did not start: FileNotFoundError" in line for line in lines), lines
+    lane.join(timeout=10)
