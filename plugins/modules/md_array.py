@@ -23,6 +23,9 @@ description:
     mounted other than through this array, is always refused. Holders and mounts are read with the
     collection's block-device reader (C(module_utils/storage/blockdev.py)), the same rules as the planner.
   - In check mode the module reports the action and the exact command it would run.
+  - Every command is bounded in time and output (60 s for a read, 300 s for C(wipefs) and
+    C(mdadm --create), 1 MiB); a command stopped at its limit fails the module naming it, and a
+    read that did not answer is never taken for a blank disk.
 options:
   name:
     description: Array name (stored in the superblock as C(homehost:name)); the device is C(/dev/md/<name>).
@@ -114,8 +117,16 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import BlockDevices, listdir
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import parse_export
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import problem, run as run_bounded
 
 ROOT = "/"   # where the block-device reader looks (tests point it at a captured tree)
+# Every command through the bounded runner (system/command.py), not module.run_command, which has no
+# time limit: a read (mdadm --detail/--examine, blkid -p) of a dying disk or a wedged controller
+# costs READ_TIMEOUT_S and then refuses (unknown is not blank); wipefs and mdadm --create get
+# ACT_TIMEOUT_S. OUTPUT_LIMIT bytes per stream.
+READ_TIMEOUT_S = 60
+ACT_TIMEOUT_S = 300
+OUTPUT_LIMIT = 1 << 20
 LEVEL_NAMES = {0: "raid0", 1: "raid1", 5: "raid5", 6: "raid6", 10: "raid10"}
 
 
@@ -252,12 +263,25 @@ def _refuse_untouchable(name, want, usage, running):
         raise MdError("refusing to touch /dev/md/%s: %s. Nothing was changed." % (name, "; ".join(problems)))
 
 
+def bounded_run(module, argv, timeout):
+    """(rc, out, err) of ``argv`` (its program found as module.get_bin_path finds it, /sbin too)
+    within ``timeout`` seconds and OUTPUT_LIMIT bytes: a Result, whose ``problem`` names the limit."""
+    argv = [module.get_bin_path(argv[0]) or argv[0]] + list(argv[1:])
+    return run_bounded(argv, timeout=timeout, output_limit=OUTPUT_LIMIT)
+
+
 class Runner:
     def __init__(self, module):
         self.module = module
 
-    def run(self, argv, check_rc=False):
-        rc, out, err = self.module.run_command(argv, check_rc=False)
+    def run(self, argv, check_rc=False, timeout=None):
+        """``argv`` bounded (READ_TIMEOUT_S unless ``timeout``); with ``check_rc`` a non-zero exit
+        raises MdError. A command stopped at its limit (or not started) always raises MdError."""
+        res = bounded_run(self.module, argv, READ_TIMEOUT_S if timeout is None else timeout)
+        rc, out, err = res[0], res[1], res[2]
+        if problem(res):
+            raise MdError("%s; cannot tell what the disks hold, or whether it was done. Look at the members "
+                          "(mdadm --examine, dmesg) before running it again" % problem(res))
         if check_rc and rc != 0:
             raise MdError("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
         return rc, out, err
@@ -355,8 +379,8 @@ def _act(module, runner, action, argv, members, allow, result):
         if action == "create":
             for m in members:
                 if m in allow:
-                    runner.run(["wipefs", "--all", m], check_rc=True)
-        runner.run(argv, check_rc=True)
+                    runner.run(["wipefs", "--all", m], check_rc=True, timeout=ACT_TIMEOUT_S)
+        runner.run(argv, check_rc=True, timeout=ACT_TIMEOUT_S)
         if module.get_bin_path("udevadm"):
             runner.run(["udevadm", "settle", "--timeout=30"])
         rc, out, err = runner.run(["mdadm", "--detail", "--export", result["device"]], check_rc=True)

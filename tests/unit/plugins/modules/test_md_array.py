@@ -103,6 +103,16 @@ def test_allowed_signatures_pass():
     assert action == "create"
 
 
+REAL_BOUNDED_RUN = m.bounded_run
+
+
+@pytest.fixture(autouse=True)
+def commands_answer_from_the_fake_module(monkeypatch):
+    """The module runs its commands through bounded_run (system/command.py); here each one is
+    answered by the test's fake module.run_command instead, so that no test runs mdadm or blkid."""
+    monkeypatch.setattr(m, "bounded_run", lambda module, argv, timeout: module.run_command(argv))
+
+
 class FakeModule:
     """Just enough of AnsibleModule for main(): records commands, never runs one."""
 
@@ -363,6 +373,60 @@ def test_run_with_check_rc_reports_the_command():
         m.Runner(fake).run(["wipefs", "--all", "/dev/a"], check_rc=True)
     assert str(e.value) == "wipefs --all /dev/a failed (rc=1): out only"
     assert m.Runner(fake).run(["wipefs", "--all", "/dev/a"]) == (1, "out only\n", "")
+
+
+def _stand_in(tmp_path, name, body):
+    tool = tmp_path / "bin" / name
+    tool.parent.mkdir(exist_ok=True)
+    tool.write_text("#!/bin/sh\n" + body + "\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+class CommandModule(FakeModule):
+    """A module whose run_command really runs the command, as AnsibleModule's does (no time limit),
+    with the programs taken from a folder of stand-ins."""
+
+    def __init__(self, bindir):
+        FakeModule.__init__(self, {}, False, [])
+        self.bindir = bindir
+
+    def get_bin_path(self, name):
+        return os.path.join(self.bindir, name)
+
+    def run_command(self, argv, check_rc=False):
+        import subprocess
+        argv = [self.get_bin_path(argv[0])] + list(argv[1:])
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_a_hung_mdadm_examine_refuses_in_bounded_time(tmp_path, monkeypatch):
+    """mdadm --examine of a member that never answers (a dying disk) is stopped after READ_TIMEOUT_S
+    and refuses, naming the command and the limit; it is never taken for "no superblock" ({}),
+    which would let the module create an array over the disk. The real stand-in runs."""
+    import time
+    monkeypatch.setattr(m, "bounded_run", REAL_BOUNDED_RUN)
+    monkeypatch.setattr(m, "READ_TIMEOUT_S", 1, raising=False)
+    _stand_in(tmp_path, "mdadm", "exec sleep 8")
+    fake = CommandModule(str(tmp_path / "bin"))
+    started = time.monotonic()
+    with pytest.raises(m.MdError) as e:
+        m.Runner(fake).examine(NV[0])
+    assert time.monotonic() - started < 6
+    assert str(e.value).startswith("mdadm --examine --export %s did not answer within 1 s and was killed; "
+                                   "cannot tell what the disks hold" % NV[0]), str(e.value)
+
+
+def test_a_runaway_blkid_output_refuses(tmp_path, monkeypatch):
+    """blkid -p printing past OUTPUT_LIMIT is stopped; the member's signatures are not taken from
+    the cut-off text."""
+    monkeypatch.setattr(m, "bounded_run", REAL_BOUNDED_RUN)
+    monkeypatch.setattr(m, "OUTPUT_LIMIT", 4096, raising=False)
+    _stand_in(tmp_path, "blkid", "head -c 100000 /dev/zero | tr '\\0' x")
+    fake = CommandModule(str(tmp_path / "bin"))
+    with pytest.raises(m.MdError, match="printed more than 4 KiB on stdout and was stopped"):
+        m.Runner(fake).blkid("/dev/a")
 
 
 # --- main() with a fake module: the exact result and the exact commands -------------------------
