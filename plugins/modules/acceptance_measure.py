@@ -194,7 +194,8 @@ acceptance:
         C(jobs), C(iodepth), and C(devices) (the disks under the tier's filesystem, C(name) and C(kind)).
       type: dict
     smallfiles:
-      description: Per tier C(path), C(status), C(reason), C(files), C(file_kb), C(write_s), C(cache_drop), and
+      description: Per tier C(path), C(status), C(reason), C(files) (written; C(files_requested) when the writing
+        stopped at its 120 s limit first), C(file_kb), C(write_s), C(cache_drop), and
         C(cold) and C(warm) read phases with C(files_per_s), C(mb_per_s) in total and per reader group (GPU or NUMA
         node, its C(cpus)).
       type: dict

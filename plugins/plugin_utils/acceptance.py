@@ -398,10 +398,14 @@ def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False
                else "page cache dropped per file" + (" and system-wide" if (sfd.get("cache_drop") or {}).get("system_wide") else ""))
     fig = "%s files/s, %s MB/s cold (%d files of %s KiB, %s; %s); warm %s files/s" % (
         value, cold.get("mb_per_s"), sfd.get("files") or 0, kb, dropped, per_group or "-", warm.get("files_per_s"))
+    if sfd.get("files_requested"):
+        fig += "; the write stopped at its time limit (%s of %s files written in %s s)" % (
+            sfd.get("files"), sfd["files_requested"], sfd.get("write_s"))
     if not cold.get("complete"):
         fig += "; the cold read stopped at its time limit (%s of %s files)" % (cold.get("files"), sfd.get("files"))
     need = _workload_need(workload, n) if tier == "hot" else None
-    details = {"files": sfd.get("files"), "file_kb": kb, "write_s": sfd.get("write_s"), "cache_drop": sfd.get("cache_drop"),
+    details = {"files": sfd.get("files"), "files_requested": sfd.get("files_requested"), "file_kb": kb,
+               "write_s": sfd.get("write_s"), "cache_drop": sfd.get("cache_drop"),
                "cold": cold, "warm": warm, "group_kind": sfd.get("group_kind")}
     if need is not None:
         margin = th["smallfile_margin"]

@@ -433,3 +433,15 @@ def test_a_host_the_role_could_not_measure_is_an_error_with_its_reason():
                                "connection), then re-run")
     status, ms = acc.judge_host({"failed": "x" * 5000})
     assert status == "error" and len(ms[0]["reason"]) < 1100 and "(5000 characters)" in ms[0]["reason"]
+
+
+def test_a_small_file_write_stopped_at_its_limit_is_said_with_the_counts():
+    """smallfiles.measure stops writing at WRITE_LIMIT_S: the reason says how many of how many files
+    the figure was read from, and the details keep the requested count."""
+    raw = _sf_raw(31000)
+    raw["smallfiles"]["hot"].update(files=2000, files_requested=8000, write_s=120.4)
+    m = _by(acc.judge_host(raw, None, {"samples_per_s_per_gpu": 3000, "sample_kb": 64})[1], "storage.hot_smallfile_read")
+    assert "the write stopped at its time limit (2000 of 8000 files written in 120.4 s)" in m["reason"], m["reason"]
+    assert m["details"]["files_requested"] == 8000
+    plain = _by(acc.judge_host(_sf_raw(31000), None, None)[1], "storage.hot_smallfile_read")
+    assert "time limit" not in plain["reason"] and plain["details"].get("files_requested") is None

@@ -156,3 +156,18 @@ def test_group_cpus_are_written_as_a_kernel_cpulist(tmp_path):
     doc = sf.read_phase(str(tmp_path), 0, [{"name": "GPU0", "cpus": set(cpus)}], 1, 1)
     assert doc["groups"][0]["cpus"] == format_cpulist(cpus)
     assert sf._cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
+
+
+def test_the_write_phase_is_bounded_in_time(tmp_path, monkeypatch):
+    """Writing the set stops at WRITE_LIMIT_S (a declared sample_kb of 16 MiB x 10,000 files is
+    160 GB: on an HDD archive that ran past the task timeout); the set then holds the files written
+    so far, the result says how many of how many, the reads use those, and the set is removed."""
+    monkeypatch.setattr(sf, "WRITE_LIMIT_S", 0, raising=False)
+    doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=50, file_kb=4, workers_per_group=1, phase_s=5)
+    assert doc["status"] == "ok", doc
+    assert doc["files"] == 1 and doc["files_requested"] == 50
+    assert doc["cold"]["files"] == 1 and doc["cold"]["complete"] is True
+    assert _left(tmp_path) == []
+    monkeypatch.setattr(sf, "WRITE_LIMIT_S", 600)
+    doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=50, file_kb=4, workers_per_group=1, phase_s=5)
+    assert doc["files"] == 50 and "files_requested" not in doc
