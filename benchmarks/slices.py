@@ -22,7 +22,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))      # awxrules: AWX's rules, reproduced for tests and benchmarks
 
+from awxrules import awx_effective_artifacts, awx_sliced_hosts  # noqa: E402
 from fleet import declared_inventory, write_section  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import fleet_verdict  # noqa: E402
 
@@ -41,21 +43,6 @@ print(json.dumps({"rc": r.rc, "status": r.status, "wall": wall,
                   "maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0,
                   "artifacts": stats[-1]["event_data"].get("artifact_data") or {} if stats else {}}))
 """
-
-
-def awx_sliced_hosts(hosts, slice_number, slice_count):
-    """awx/main/models/inventory.py get_sliced_hosts."""
-    if slice_count > 1 and slice_number > 0:
-        hosts = hosts[slice_number - 1::slice_count]
-    return hosts
-
-
-def awx_effective_artifacts(jobs_in_finish_order):
-    """awx/main/models/workflow.py get_effective_artifacts."""
-    artifacts = {}
-    for job in jobs_in_finish_order:
-        artifacts.update(job)
-    return artifacts
 
 
 def runner(workdir, name, playbook, inventory, extravars):

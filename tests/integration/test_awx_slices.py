@@ -18,27 +18,13 @@ import pytest
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import fleet_verdict
 
+from awxrules import awx_effective_artifacts, awx_sliced_hosts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + os.environ.get("PATH", "")
 INVENTORY = os.path.join(ROOT, "inventories", "example")
 HOSTS = sorted(["gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02", "gpu-b03", "gpu-d01", "gpu-x01", "ws-01", "ws-02"])
 FAILING = ["gpu-b01", "gpu-b02", "gpu-d01", "gpu-x01", "ws-01"]
-
-
-def awx_sliced_hosts(hosts, slice_number, slice_count):
-    """awx/main/models/inventory.py get_sliced_hosts, as written there."""
-    if slice_count > 1 and slice_number > 0:
-        offset = slice_number - 1
-        hosts = hosts[offset::slice_count]
-    return hosts
-
-
-def awx_effective_artifacts(jobs_in_finish_order):
-    """awx/main/models/workflow.py get_effective_artifacts: a shallow dict.update per job."""
-    artifacts = {}
-    for job_artifacts in jobs_in_finish_order:
-        artifacts.update(job_artifacts)
-    return artifacts
 
 
 def _run(pdd, playbook, limit=None, extravars=None):

@@ -6,7 +6,6 @@ import copy
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -14,9 +13,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import k8sfake  # noqa: E402
+from schedulerlib import FLEETS, preflight_reports  # noqa: E402
+from schedulerlib import playbook as _playbook  # noqa: E402
 
-FLEETS = os.path.join(ROOT, "molecule", "scheduler", "fleets")
-BIN = os.path.join(ROOT, ".venv", "bin")
 THEIRS = {"key": "maintenance.example.com/psu", "effect": "NoSchedule", "value": "ticket-4711"}
 
 pytestmark = pytest.mark.skipif(
@@ -24,22 +23,9 @@ pytestmark = pytest.mark.skipif(
     reason="kubernetes.core is not installed (scripts/bootstrap.sh extracts it)")
 
 
-def _playbook(*args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), PATH=BIN + os.pathsep + os.environ["PATH"])
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook")] + list(args), cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300, check=False)
-    return res.returncode, res.stdout + res.stderr
-
-
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    base = tmp_path_factory.mktemp("reports")
-    for fleet in ("fail-slurm01", "pass-all", "fail-two"):
-        rc, out = _playbook("playbooks/preflight.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
-                            "-e", "dlrack_report_dir=%s/%s" % (base, fleet), "-e", "dlrack_fail_on=never")
-        assert rc == 0, out[-3000:]
-    return base
+    return preflight_reports(tmp_path_factory.mktemp("reports"))
 
 
 @pytest.fixture()

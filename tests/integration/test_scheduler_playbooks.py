@@ -6,36 +6,19 @@ real slurmctld; this test covers the playbook wiring, the switch and check mode 
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from schedulerlib import FLEETS, ROOT, preflight_reports
+from schedulerlib import playbook as _playbook
+
 TESTS = os.path.join(ROOT, "tests")
-FLEETS = os.path.join(ROOT, "molecule", "scheduler", "fleets")
-BIN = os.path.join(ROOT, ".venv", "bin")
-
-
-def _env():
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), PATH=BIN + os.pathsep + os.environ["PATH"])
-
-
-def _playbook(*args):
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook")] + list(args), cwd=ROOT, env=_env(),
-                         capture_output=True, text=True, timeout=300, check=False)
-    return res.returncode, res.stdout + res.stderr
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    base = tmp_path_factory.mktemp("reports")
-    for fleet in ("fail-slurm01", "pass-all", "fail-two"):
-        rc, out = _playbook("playbooks/preflight.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
-                            "-e", "dlrack_report_dir=%s/%s" % (base, fleet), "-e", "dlrack_fail_on=never")
-        assert rc == 0, out[-3000:]
-    return base
+    return preflight_reports(tmp_path_factory.mktemp("reports"))
 
 
 @pytest.fixture()

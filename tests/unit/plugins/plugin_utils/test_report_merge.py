@@ -19,26 +19,11 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import colle
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import (
     MergeError, fleet_verdict, load_report, merge_report_files, merge_reports, slice_artifact)
 
+from awxrules import awx_effective_artifacts, awx_sliced_hosts
 from hwdocs import GATHERED, GOOD
 
 BAD = {"schema": 1, "source": "declared", "cpu": {"model": "AMD EPYC 7763 64-Core Processor", "sockets": -2},
        "gpu": {"model": "NVIDIA A100-SXM4-80GB", "count": 8}}
-
-
-def awx_sliced_hosts(hosts, slice_number, slice_count):
-    """awx/main/models/inventory.py get_sliced_hosts, as written there."""
-    if slice_count > 1 and slice_number > 0:
-        offset = slice_number - 1
-        hosts = hosts[offset::slice_count]
-    return hosts
-
-
-def awx_effective_artifacts(jobs_in_finish_order):
-    """awx/main/models/workflow.py get_effective_artifacts: a shallow dict.update per job."""
-    artifacts = {}
-    for job_artifacts in jobs_in_finish_order:
-        artifacts.update(job_artifacts)
-    return artifacts
 
 
 def _host_vars(name, i):

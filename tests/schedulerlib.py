@@ -1,0 +1,33 @@
+"""Shared by the scheduler act's integration tests (test_scheduler_playbooks.py: Slurm through
+tests/slurmfake.py; test_scheduler_kubernetes.py: Kubernetes through tests/k8sfake.py): running
+ansible-playbook from this checkout, and the real pre-flight reports of the declared fleets in
+molecule/scheduler/fleets that drive playbooks/scheduler.yml."""
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLEETS = os.path.join(ROOT, "molecule", "scheduler", "fleets")
+BIN = os.path.join(ROOT, ".venv", "bin")
+REPORT_FLEETS = ("fail-slurm01", "pass-all", "fail-two")
+
+
+def env():
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), PATH=BIN + os.pathsep + os.environ["PATH"])
+
+
+def playbook(*args, timeout=300):
+    """(rc, stdout + stderr) of ansible-playbook ARGS run in the checkout."""
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook")] + list(args), cwd=ROOT, env=env(),
+                         capture_output=True, text=True, timeout=timeout, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def preflight_reports(base):
+    """A pre-flight report (never failing the run) of each fleet in REPORT_FLEETS, written to
+    BASE/<fleet>/report.json; returns BASE."""
+    for fleet in REPORT_FLEETS:
+        rc, out = playbook("playbooks/preflight.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
+                           "-e", "dlrack_report_dir=%s/%s" % (base, fleet), "-e", "dlrack_fail_on=never")
+        assert rc == 0, out[-3000:]
+    return base
