@@ -404,9 +404,10 @@ def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False
     if not cold.get("complete"):
         fig += "; the cold read stopped at its time limit (%s of %s files)" % (cold.get("files"), sfd.get("files"))
     need = _workload_need(workload, n) if tier == "hot" else None
-    details = {"files": sfd.get("files"), "files_requested": sfd.get("files_requested"), "file_kb": kb,
-               "write_s": sfd.get("write_s"), "cache_drop": sfd.get("cache_drop"),
+    details = {"files": sfd.get("files"), "file_kb": kb, "write_s": sfd.get("write_s"), "cache_drop": sfd.get("cache_drop"),
                "cold": cold, "warm": warm, "group_kind": sfd.get("group_kind")}
+    if sfd.get("files_requested"):
+        details["files_requested"] = sfd["files_requested"]
     if need is not None:
         margin = th["smallfile_margin"]
         want = need * (1.0 + margin)
