@@ -6,7 +6,9 @@ import copy
 import json
 import os
 import re
+import socket
 import sys
+import time
 
 import pytest
 
@@ -37,11 +39,11 @@ def api():
     server.server_close()
 
 
-def _act(reports, fleet, url, *extra):
+def _act(reports, fleet, url, *extra, timeout=300):
     return _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, fleet + ".yml"), "-e", "dlrack_scheduler=kubernetes",
                      "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)],
                                        "scheduler_k8s_host": url, "scheduler_k8s_api_key": "stand-in-token",
-                                       "scheduler_k8s_validate_certs": False}), *extra)
+                                       "scheduler_k8s_validate_certs": False}), *extra, timeout=timeout)
 
 
 def _changed(out):
@@ -85,3 +87,20 @@ def test_over_the_cap_changes_nothing(reports, api):
     assert rc != 0 and "2 of 4 judged nodes fail, more than the cap of 1" in out, out[-4000:]
     assert server.nodes == before
     assert not [r for r in server.requests if r[0] == "PATCH"]
+
+
+def test_a_hung_api_server_fails_the_act_in_time(reports):
+    """kubernetes.core has no request timeout: an API server that accepts the connection and never
+    answers would hang the run; each call is bounded by scheduler_k8s_timeout."""
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)                       # the kernel completes the handshake; nobody ever answers
+    try:
+        url = "http://127.0.0.1:%d" % hung.getsockname()[1]
+        started = time.monotonic()
+        rc, out = _act(reports, "fail-slurm01", url, "-e", "scheduler_k8s_timeout=5", timeout=120)
+        took = time.monotonic() - started
+    finally:
+        hung.close()
+    assert rc != 0 and "Timed out after 5 second(s)" in out, out[-4000:]
+    assert took < 100, took
