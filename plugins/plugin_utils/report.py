@@ -997,7 +997,12 @@ def _drift_views(views, drift):
         if d.get("unreachable"):
             msg = "; ".join(str(f.get("msg") or "") for f in d.get("failures") or []) or "unreachable"
             v["unchecked"] = _cut("unreachable: " + msg, 300)
-        v["sig"] = (state, v.get("unchecked")) + tuple(v["sig"][1:])
+        # ssh names the host it could not reach: the same outage on many hosts is one matrix row
+        # and one section (which says that each host's message names that host), not one per host.
+        v["unchecked_key"] = _without_name(v.get("unchecked"), v["name"] if isinstance(v["name"], str) else str(v["name"]))
+        if v["unchecked_key"] != v.get("unchecked"):
+            v["names_itself"] = True
+        v["sig"] = (state, v["unchecked_key"]) + tuple(v["sig"][1:])
         out.append(v)
     return out, counts
 
@@ -1010,7 +1015,7 @@ def _matrix_rows(views):
         return [{"view": v, "hosts": None} for v in views]
     rows, by_key = [], {}
     for v in views:
-        key = (v["status"], v["cells_key"], v.get("unchecked"))
+        key = (v["status"], v["cells_key"], v.get("unchecked_key", v.get("unchecked")))
         if key not in by_key:
             by_key[key] = {"view": v, "hosts": []}
             rows.append(by_key[key])

@@ -585,3 +585,26 @@ def test_small_fleets_keep_a_matrix_row_per_host():
     inputs, nf = _fleet_inputs(12)
     html = report.build_html(*evaluate_fleet(inputs))
     assert html.count('<tr data-host="') == 12 and '<tr data-hosts="' not in html
+
+
+def test_an_outage_on_a_big_fleet_is_one_matrix_row_and_one_section(tmp_path):
+    """A drift run during a network outage: every host unreachable, and ssh names each host in its
+    message. Past MATRIX_HOSTS the hosts share one matrix row and one section (which says that
+    each host's message names that host) instead of a row and a section per host (15 MB for
+    2,000 hosts); every host keeps its link target and its own message in drift.json and the table."""
+    n = report.MATRIX_HOSTS + 20
+    hosts = ["gpu-%04d" % i for i in range(n)]
+    inputs = {h: collect_host_inputs(h, {"dlrack_hw": GOOD}) for h in hosts}
+    drift = {h: _unreachable("ssh: connect to host %s port 22: Connection timed out" % h) for h in hosts}
+    run_preflight(inputs, report_dir=str(tmp_path), drift=drift, prefix="drift")
+    html = _read(tmp_path, "drift.html")
+    matrix = html[html.index('<table class="matrix">'):html.index("</table>", html.index('<table class="matrix">'))]
+    assert matrix.count('<tr data-hosts="%d">' % n) == 1 and matrix.count("<tr") == 2, matrix.count("<tr")
+    assert "gpu-[0000-%04d]" % (n - 1) in matrix and "badge unchecked" in matrix and "pass" not in matrix.split("</tr>", 1)[1]
+    assert html.count('<section class="host"') == 1
+    assert "on each host they name that host" in html
+    for h in hosts:
+        assert 'id="host-%s"' % h in html and "connect to host %s port 22" % h in html   # the drift table row
+    assert "Drift: %d host(s) not checked" % n in html
+    doc = _strict_json(_read(tmp_path, "drift.json"))
+    assert {h: doc["drift"][h]["failures"][0]["msg"] for h in hosts} == {h: drift[h]["failures"][0]["msg"] for h in hosts}
