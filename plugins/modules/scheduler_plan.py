@@ -123,6 +123,13 @@ k8s:
       C(dlrack.node/*) labels and the C(dlrack.node/reason) annotation; nothing else), C(skipped), C(messages).
   type: dict
   returned: when O(backend=kubernetes)
+problems:
+  description:
+    - One sentence per host left out of the plan for its scheduler node name (not a valid node name, or two hosts
+      mapped to one node); the other hosts are planned as usual and roles/scheduler fails after acting on them.
+  type: list
+  elements: str
+  returned: always
 lines:
   description: What the plan does, one line each.
   type: list

@@ -141,7 +141,8 @@ def new_run_id():
 def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names=True, max_nodes=5,
          max_percent=10, run_id=None, k8s_nodes=None):
     """The plan: {judged, failing: {node: rules}, passing: [nodes], drain: [{reason, rules, nodes}],
-    resume: [nodes], run_id, limit, over_cap (sentence or None), lines}. ``hosts`` (optional)
+    resume: [nodes], run_id, limit, over_cap (sentence or None), problems (a sentence per host left
+    out for its node name), lines}. ``hosts`` (optional)
     restricts the judged hosts to those of the play."""
     if backend not in ("slurm", "kubernetes"):
         raise PlanError("backend %s: use slurm or kubernetes" % ascii(backend))
@@ -157,19 +158,31 @@ def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names
     run_id = run_id or report_run_id or new_run_id()
     if not RUN_ID_RE.match(run_id):
         raise PlanError("run id %s: letters, digits, '.', '_', ':' and '-' only" % ascii(run_id))
-    by_node = {}
+    # A host without a usable scheduler node name (an invalid name, or two hosts on one node) is
+    # left out of the plan with a sentence in ``problems``; the other hosts are still acted on and
+    # the role fails afterwards naming it (a bad mapping never keeps the rest of the fleet in service).
+    problems = []
+    hosts_of = {}
     for host in sorted(found):
-        name = node_name(host, node_names, short_names, backend)
-        if name in by_node and by_node[name][0] != host:
-            raise PlanError("hosts %s and %s both map to the scheduler node %s; give each its own name in "
-                            "scheduler_node_names" % (by_node[name][0], host, name))
-        by_node[name] = (host, found[host])
+        try:
+            name = node_name(host, node_names, short_names, backend)
+        except PlanError as exc:
+            problems.append(str(exc))
+            continue
+        hosts_of.setdefault(name, []).append(host)
+    by_node = {}
+    for name, mapped in sorted(hosts_of.items()):
+        if len(mapped) > 1:
+            problems.append("hosts %s both map to the scheduler node %s: neither is drained or resumed; give each "
+                            "its own name in scheduler_node_names" % (" and ".join(mapped), name))
+            continue
+        by_node[name] = (mapped[0], found[mapped[0]])
     failing = dict((n, r) for n, (h, r) in by_node.items() if r)
     passing = sorted(n for n, (h, r) in by_node.items() if not r)
     limit = cap(len(by_node), max_nodes, max_percent)
     out = {"judged": len(by_node), "failing": failing, "passing": passing, "run_id": run_id, "limit": limit,
            "hosts": dict((n, h) for n, (h, r) in by_node.items()), "drain": [], "resume": [], "over_cap": None,
-           "lines": []}
+           "problems": problems, "lines": list(problems)}
     if len(failing) > limit:
         out["over_cap"] = (
             "%d of %d judged nodes fail, more than the cap of %d (scheduler_max_drain_nodes %d, "

@@ -81,6 +81,15 @@ def test_over_the_cap_and_the_switch(reports, slurm):
     assert rc == 0 and "skipping: no hosts matched" in out and state.read_text() == before, out[-3000:]
 
 
+def test_a_bad_node_name_fails_after_the_others_are_acted_on(reports, slurm):
+    """One host mapped to an unusable Slurm node name fails the act naming it - after slurm01,
+    which fails its pre-flight, is drained (a bad mapping must not keep a failing node in service)."""
+    state, scontrol = slurm
+    rc, out = _act(reports, "fail-slurm01", scontrol, "-e", json.dumps({"scheduler_node_names": {"ghost02.rack7.example": "bad name"}}))
+    assert rc != 0 and "host ghost02.rack7.example: scheduler node name 'bad name' is not a valid slurm node name" in out, out[-3000:]
+    assert _node(state, "slurm01")[1].startswith("dlrack: memory.exceeds_vram "), out[-3000:]
+
+
 def test_the_three_playbooks_import_the_act():
     for playbook, where in (("playbooks/site.yml", "Site - apply the verdicts to the scheduler"),
                             ("roles/acceptance/tasks/main.yml", "Apply the verdicts to the scheduler"),
