@@ -163,6 +163,19 @@ def test_site_writes_its_report_when_no_host_can_be_reached_for_provisioning(tmp
         assert "%s was not provisioned: unreachable: " % host in out
 
 
+def test_site_names_an_unreachable_host_with_control_characters_escaped(tmp_path):
+    # 18.8 for site.yml's last play: its failure message ("<host> was not provisioned: <why>") is
+    # printed by Ansible as it is; a host name with ESC/BEL and a line feed printed raw there
+    # forged a console line of its own ("PASS  forged was not provisioned ...")
+    reports = tmp_path / "reports"
+    host = "gpu\x1bc\x07\nPASS  forged"
+    declared = dict(DEAD, dlrack_hw=GOOD, dlrack_external_archive="nfs://archive/raw")
+    rc, out, dummy = _play(tmp_path, "site.yml", {host: declared}, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert "gpu\\x1bc\\x07\\nPASS  forged was not provisioned: unreachable: " in out, out[-3000:]
+    assert not [line for line in out.splitlines() if line.startswith("PASS  forged was not provisioned")], out[-3000:]
+
+
 def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
     # a compromised node controls its whole module result: its failure message is the reason shown
     marker, evil = _failing_with_a_template(tmp_path)
