@@ -493,6 +493,7 @@ def judge_memory(memory, th):
 # -------------------------------------------------------------------------------------- hosts
 
 FAILURE_LIMIT = 1000     # characters of a host's failure message kept in the report
+STDERR_LIMIT = 400       # characters of its module's stderr (the start and the end), on one line
 
 
 def judge_host(raw, thresholds=None, workload=None):
@@ -505,6 +506,10 @@ def judge_host(raw, thresholds=None, workload=None):
     if "failed" in raw:     # the role recorded why the host could not be measured (node text: data)
         why = raw.get("failed")
         why = (why if isinstance(why, str) else repr(why)).strip().rstrip(".")
+        err = " ".join(raw["stderr"].split()) if isinstance(raw.get("stderr"), str) else ""
+        if err:             # a module that never ran: Ansible's message says only "No start of json char found"
+            half = STDERR_LIMIT // 2
+            why += "; the node printed: %s" % (err if len(err) <= STDERR_LIMIT else err[:half] + " ... " + err[-half:])
         why = why if len(why) <= FAILURE_LIMIT else why[:FAILURE_LIMIT] + "... (%d characters)" % len(why)
         ms = [_m("host.measured", "error", "not measured: %s; fix the host (or its connection), then re-run" % why)]
         return "error", ms

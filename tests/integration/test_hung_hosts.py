@@ -176,6 +176,18 @@ def test_site_names_an_unreachable_host_with_control_characters_escaped(tmp_path
     assert not [line for line in out.splitlines() if line.startswith("PASS  forged was not provisioned")], out[-3000:]
 
 
+def test_drift_names_a_host_with_control_characters_escaped(tmp_path):
+    # 18.8 for drift.yml's last task: "<host>: could not be checked (status error); see ..." is a
+    # fail message, which Ansible prints as it is (a raw ESC/BEL, a forged "PASS  forged" line)
+    reports = tmp_path / "drift"
+    host = "dead\x1bc\x07\nPASS  forged"
+    rc, out, dummy = _play(tmp_path, "drift.yml", {host: DEAD}, "--check", "--diff", "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert "dead\\x1bc\\x07\\nPASS  forged: could not be checked (status error); see %s/drift.html" % reports in out, \
+        out[-3000:]
+    assert not [line for line in out.splitlines() if line.startswith("PASS  forged: could not")], out[-3000:]
+
+
 def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
     # a compromised node controls its whole module result: its failure message is the reason shown
     marker, evil = _failing_with_a_template(tmp_path)
@@ -217,3 +229,22 @@ def test_an_acceptance_failure_reason_is_data_never_templated(tmp_path):
     doc = json.loads((reports / "acceptance.json").read_text())
     [m] = [m for m in doc["hosts"]["evil-1"]["measurements"] if m["name"] == "host.measured"]
     assert m["verdict"] == "error" and '{{ lookup("pipe", "touch %s") }}' % marker in m["reason"], m
+
+
+def test_an_acceptance_host_whose_module_never_ran_is_named_by_its_stderr_never_templated(tmp_path):
+    # no interpreter on the node (pyenv's shim without the version): Ansible's message is only
+    # "Module result deserialization failed: No start of json char found"; the reason carries the
+    # module's stderr, which names the cause, and a template in it is never run on the controller
+    marker = tmp_path / "pwned"
+    shim = tmp_path / "python3.13"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.13: command not found {{ lookup(\"pipe\", \"touch %s\") }}' >&2\n"
+                    "exit 127\n" % marker)
+    shim.chmod(0o755)
+    reports = tmp_path / "reports"
+    hosts = {"shim-1": {"ansible_connection": "local", "ansible_python_interpreter": str(shim), "dlrack_hw": GOOD}}
+    rc, out, dummy = _play(tmp_path, "acceptance.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0 and not marker.exists(), out[-3000:]
+    doc = json.loads((reports / "acceptance.json").read_text())
+    [m] = [m for m in doc["hosts"]["shim-1"]["measurements"] if m["name"] == "host.measured"]
+    assert m["verdict"] == "error" and "the node printed: pyenv: python3.13: command not found" in m["reason"], m
+    assert '{{ lookup("pipe", "touch %s") }}' % marker in m["reason"], m

@@ -435,6 +435,23 @@ def test_a_host_the_role_could_not_measure_is_an_error_with_its_reason():
     assert status == "error" and len(ms[0]["reason"]) < 1100 and "(5000 characters)" in ms[0]["reason"]
 
 
+def test_a_host_whose_module_never_ran_is_named_by_its_stderr():
+    """A module that never ran (the interpreter missing on the node) fails with Ansible's "Module
+    result deserialization failed: No start of json char found": the reason carries the module's
+    stderr, which names the cause, on one line and bounded."""
+    stderr = ("pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these Python versions:\n"
+              "  3.13.0\n") + "x" * 3000
+    status, ms = acc.judge_host({"failed": "Module result deserialization failed: No start of json char found",
+                                 "stderr": stderr})
+    assert status == "error"
+    reason = ms[0]["reason"]
+    assert reason.startswith("not measured: Module result deserialization failed: No start of json char found; "
+                             "the node printed: pyenv: python3.13: command not found The `python3.13' command"), reason
+    assert "\n" not in reason and len(reason) < 1100 and reason.endswith("fix the host (or its connection), then re-run")
+    assert acc.judge_host({"failed": "Timed out", "stderr": ""})[1][0]["reason"] == (
+        "not measured: Timed out; fix the host (or its connection), then re-run")
+
+
 def test_a_small_file_write_stopped_at_its_limit_is_said_with_the_counts():
     """smallfiles.measure stops writing at WRITE_LIMIT_S: the reason says how many of how many files
     the figure was read from, and the details keep the requested count."""
