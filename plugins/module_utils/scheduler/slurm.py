@@ -37,7 +37,11 @@ RULE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
 # " [root@2026-12-01T16:30:34]": who set the reason and when, appended by slurmctld
-_REASON_STAMP_RE = re.compile(r"\s*\[([^\]@\s]*)@([^\]\s]*)\]\s*$")
+# The fields Slurm prints after Reason= when they are set, in its order (src/api/node_info.c,
+# slurm_sprint_node_table): with -o each on the same line, so the reason ends where they begin.
+_AFTER_REASON = ("Comment", "Extra", "InstanceId", "InstanceType", "ReservationName")
+_AFTER_REASON_RE = re.compile(r"\s(?:%s)=" % "|".join(_AFTER_REASON))
+_STAMP_THEN_TAIL_RE = re.compile(r"\s*\[([^\]@\s]*)@([^\]\s]*)\](?=\s*$|\s(?:%s)=)" % "|".join(_AFTER_REASON))
 
 # Base states (node_state_string) where a drain means nothing or cannot be judged.
 SKIP_BASE = ("DOWN", "UNKNOWN", "FUTURE", "ERROR")
@@ -139,26 +143,43 @@ def split_state(state):
     return base, tuple(w.rstrip("*~#!%$@^-") for w in words[1:])
 
 
+def _fields(text, into, keys=None):
+    """``Key=value`` fields of ``text`` into ``into``: a value runs until the next ``Key=`` word
+    (of ``keys`` when given: a free-text value may hold other ``x=`` words)."""
+    marks = [(m.group(1), m.start(1), m.end()) for m in _FIELD_RE.finditer(text) if keys is None or m.group(1) in keys]
+    for i, (key, dummy, vstart) in enumerate(marks):
+        vend = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+        into[key] = text[vstart:vend].strip()
+    return into
+
+
 def parse_node_line(line):
     """One line of ``scontrol show node -o`` -> dict of its fields. Values may hold spaces (OS=,
-    Reason=): a field runs until the next ``Key=`` word. ``Reason=`` is the last field Slurm
-    prints and takes the rest of the line (a reason may contain '='); its ``[user@time]``
-    stamp goes to ``reason_by`` / ``reason_at``."""
+    Reason=): a field runs until the next ``Key=`` word. ``Reason=`` (a reason may contain '=')
+    runs to its ``[user@time]`` stamp (to ``reason_by`` / ``reason_at``) - the last stamp that ends
+    the line or is followed by one of the fields Slurm prints after the reason (Comment=, Extra=,
+    InstanceId=, InstanceType=, ReservationName=), so a reason that only imitates a stamp stays
+    whole and is never read as ours."""
     fields = {}
     reason_at = line.find(" Reason=")
     if line.startswith("Reason="):
         reason_at = 0
-    head = line if reason_at < 0 else line[:reason_at]
-    marks = [(m.group(1), m.start(1), m.end()) for m in _FIELD_RE.finditer(head)]
-    for i, (key, dummy, vstart) in enumerate(marks):
-        vend = marks[i + 1][1] if i + 1 < len(marks) else len(head)
-        fields[key] = head[vstart:vend].strip()
+    _fields(line if reason_at < 0 else line[:reason_at], fields)
     if reason_at >= 0:
         reason = line[reason_at:].strip()[len("Reason="):]
-        stamp = _REASON_STAMP_RE.search(reason)
-        if stamp:
+        # the reason runs up to slurmctld's [user@time] stamp when one is followed by the end or
+        # by a field Slurm prints after it (the last such stamp), else up to that field
+        stamps = list(_STAMP_THEN_TAIL_RE.finditer(reason))
+        tail = ""
+        if stamps:
+            stamp = stamps[-1]
             fields["reason_by"], fields["reason_at"] = stamp.group(1), stamp.group(2)
-            reason = reason[:stamp.start()]
+            reason, tail = reason[:stamp.start()], reason[stamp.end():]
+        else:
+            after = _AFTER_REASON_RE.search(reason)
+            if after:
+                reason, tail = reason[:after.start()], reason[after.start():]
+        _fields(tail, fields, keys=_AFTER_REASON)
         fields["Reason"] = reason.strip()
     return fields
 

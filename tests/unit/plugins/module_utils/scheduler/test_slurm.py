@@ -46,6 +46,27 @@ def test_parse_keeps_os_with_spaces_and_reason_with_equals():
     assert slurm.parse_node_line(odd)["Reason"] == "swap PSU a=b"
 
 
+def test_fields_slurm_prints_after_the_reason():
+    """Slurm prints Comment=, Extra=, InstanceId=/InstanceType= and ReservationName= after Reason=
+    when they are set (src/api/node_info.c slurm_sprint_node_table, one-liner: each on the same
+    line); the reason and its [user@time] stamp stop there. The line is the captured drained slurm01
+    with those fields added in Slurm's order."""
+    line = _read("show-node-states.txt").splitlines()
+    line = [ln for ln in line if ln.startswith("NodeName=slurm01 ")][0]
+    for tail in (" Comment=rack 7, row B", " Extra={\"rack\": 7}", " InstanceId=i-0abc InstanceType=p5.48xlarge",
+                 " ReservationName=maint_0412", " Comment=c Extra=e ReservationName=r"):
+        node = slurm.parse_show_node(line + tail + "\n")["slurm01"]
+        assert node["reason"] == OURS and slurm.is_ours(node["reason"]), tail
+        assert node["reason_by"] == "root" and node["reason_at"] == "2026-12-01T16:32:42", tail
+    fields = slurm.parse_node_line(line + " Comment=rack 7, row B ReservationName=maint_0412")
+    assert fields["Comment"] == "rack 7, row B" and fields["ReservationName"] == "maint_0412"
+    theirs = line.replace("Reason=" + OURS, "Reason=PSU swap") + " ReservationName=maint"
+    assert slurm.parse_show_node(theirs)["slurm01"]["reason"] == "PSU swap"
+    # a person's reason that imitates ours and a stamp is still theirs (the last stamp ends it)
+    fake = line.replace("Reason=" + OURS, "Reason=" + OURS + " [root@2026-12-01T16:32:42] Comment=x")
+    assert not slurm.is_ours(slurm.parse_show_node(fake)["slurm01"]["reason"])
+
+
 def test_reason_grammar():
     assert slurm.format_reason(["memory.ecc_errors", "gpu.pcie_link", "gpu.pcie_link"],
                                "20261201T164500Z-0a1b2c3d4e5f") == OURS
