@@ -176,6 +176,17 @@ def test_site_names_an_unreachable_host_with_control_characters_escaped(tmp_path
     assert not [line for line in out.splitlines() if line.startswith("PASS  forged was not provisioned")], out[-3000:]
 
 
+def test_drift_names_a_host_with_control_characters_escaped(tmp_path):
+    # 18.8 for drift.yml's last task: "<host>: could not be checked (status error); see ..." is a
+    # fail message, which Ansible prints as it is (a raw ESC/BEL, a forged "PASS  forged" line)
+    reports = tmp_path / "drift"
+    host = "dead\x1bc\x07\nPASS  forged"
+    rc, out, dummy = _play(tmp_path, "drift.yml", {host: DEAD}, "--check", "--diff", "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert "Action failed: dead\\x1bc\\x07\\nPASS  forged: could not be checked (status error)" in out, out[-3000:]
+    assert not [line for line in out.splitlines() if line.startswith("PASS  forged: could not")], out[-3000:]
+
+
 def test_a_failing_hosts_reason_is_data_never_templated(tmp_path):
     # a compromised node controls its whole module result: its failure message is the reason shown
     marker, evil = _failing_with_a_template(tmp_path)
