@@ -160,8 +160,9 @@ def _read_share(root, indices, deadline):
 def _worker(root, indices, cpus, deadline, wfd):
     code = 0
     try:
-        for sig in SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
+        for sig in SIGNALS:              # the parent's handlers raise; an ignored signal stays ignored
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
         if cpus and hasattr(os, "sched_setaffinity"):
             try:
                 os.sched_setaffinity(0, cpus)
@@ -254,13 +255,16 @@ def _cpulist(cpus):
 
 
 class _Signals(object):
-    """SIGNALS -> Interrupted while the measurement runs; the previous handlers afterwards."""
+    """SIGNALS -> Interrupted while the measurement runs; the previous handlers afterwards. A
+    signal the process ignores (SIGHUP under nohup, SIGINT in a background job) stays ignored."""
 
     def __enter__(self):
         self.saved = {}
         for sig in SIGNALS:
-            self.saved[sig] = signal.getsignal(sig)
-            signal.signal(sig, self._raise)
+            previous = signal.getsignal(sig)
+            if previous is not signal.SIG_IGN:
+                self.saved[sig] = previous
+                signal.signal(sig, self._raise)
         return self
 
     @staticmethod

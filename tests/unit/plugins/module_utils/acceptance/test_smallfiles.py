@@ -171,3 +171,27 @@ def test_the_write_phase_is_bounded_in_time(tmp_path, monkeypatch):
     monkeypatch.setattr(sf, "WRITE_LIMIT_S", 600)
     doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=50, file_kb=4, workers_per_group=1, phase_s=5)
     assert doc["files"] == 50 and "files_requested" not in doc
+
+
+def test_an_ignored_signal_stays_ignored(tmp_path):
+    """A measurement started under nohup (SIGHUP ignored) is not ended by a SIGHUP: only signals
+    that would end the process are turned into a clean stop."""
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not _left(tier):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert proc.poll() is None and _left(tier), "a SIGHUP that nohup ignores ended the measurement"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGTERM and _left(tier) == [], err
