@@ -22,11 +22,13 @@ import os
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import failed_hosts
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import write_reports
-from ansible_collections.dlrack.node.plugins.plugin_utils.rules import summarize
+from ansible_collections.dlrack.node.plugins.plugin_utils.rules import SEVERITIES, summarize
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
 
 SLICE_PREFIX = "dlrack_preflight_slice_"
 STATUSES = ("pass", "warn", "fail")
+OUTCOMES = ("pass", "warn", "fail", "skip")          # per rule (rules.summarize counts these)
+FAIL_ON = ("never", "error", "warning")              # dlrack_fail_on (preflight.failed_hosts)
 # summary keys that are per input (counts, recomputed; the run's id and time): every other key
 # (fail_on, and any version a report carries) must be the same in every input
 _PER_INPUT = frozenset(("hosts", "pass", "warn", "fail", "rules", "status", "generated_at", "run_id", "fail_on_hosts"))
@@ -102,9 +104,24 @@ def load_report(path):
     return doc
 
 
+def _well_formed(entry):
+    """Whether a host's entry has the shapes the report writers read: a status, findings with a
+    rule, a severity and a message, rule outcomes, a profile name and provenance pairs."""
+    if not isinstance(entry, dict) or entry.get("status") not in STATUSES or not isinstance(entry.get("findings"), list):
+        return False
+    if not all(isinstance(f, dict) and isinstance(f.get("rule"), str) and f.get("severity") in SEVERITIES
+               and isinstance(f.get("message"), str) for f in entry["findings"]):
+        return False
+    rules = entry.get("rules", {})
+    if not isinstance(rules, dict) or not all(isinstance(k, str) and v in OUTCOMES for k, v in rules.items()):
+        return False
+    prov = entry.get("provenance")
+    return (entry.get("profile") is None or isinstance(entry["profile"], str)) and (
+        not prov or isinstance(prov, dict) and all(isinstance(v, str) for v in prov.values()))
+
+
 def _result(host, entry, path):
-    if not isinstance(entry, dict) or entry.get("status") not in STATUSES or not isinstance(entry.get("findings"), list) \
-            or not isinstance(entry.get("rules", {}), dict):
+    if not _well_formed(entry):
         raise MergeError("report merge input %s: host %s has no status, findings and rules of a pre-flight "
                          "report: give the report.json as the pre-flight wrote it" % (console(path), console(host)))
     res = {"status": entry["status"], "profile": entry.get("profile"), "findings": entry["findings"],
@@ -158,8 +175,12 @@ def merge_reports(inputs):
                 raise MergeError("report merge input %s has a drift section that is no mapping: give the "
                                  "report.json as the pre-flight wrote it" % console(path))
             drift.update(doc["drift"])
-        for host, level in (summary.get("fail_on_hosts") or {}).items():
-            own_fail_on[host] = level
+        own = summary.get("fail_on_hosts") or {}
+        if summary.get("fail_on", "error") not in FAIL_ON or not isinstance(own, dict) or any(
+                v not in FAIL_ON for v in own.values()):
+            raise MergeError("report merge input %s: its summary's fail_on / fail_on_hosts are not %s: give the "
+                             "report.json as the pre-flight wrote it" % (console(path), "/".join(FAIL_ON)))
+        own_fail_on.update(own)
         for host in sorted(hosts):
             if host in results:
                 same = "the same result" if _public_equal(hosts[host], origin[host][1]) else "different results"

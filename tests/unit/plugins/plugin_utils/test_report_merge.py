@@ -156,3 +156,26 @@ def test_bad_inputs_get_one_sentence(tmp_path):
     with pytest.raises(MergeError, match="dlrack_report_merge_inputs is empty"):
         merge_report_files([], str(tmp_path / "m"))
     assert not os.path.exists(str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d, h: d["summary"].update(fail_on_hosts=[h]),
+    lambda d, h: d["summary"].update(fail_on_hosts={h: ["error"]}),
+    lambda d, h: d["summary"].update(fail_on="sometimes"),
+    lambda d, h: d["hosts"][h].update(findings=[1]),
+    lambda d, h: d["hosts"][h].update(findings=[{"rule": "x"}]),
+    lambda d, h: d["hosts"][h].update(rules={"memory.ecc": 3}),
+    lambda d, h: d["hosts"][h].update(provenance="catalogue"),
+    lambda d, h: d["hosts"][h].update(profile={"name": "training"}),
+])
+def test_an_edited_input_gets_one_sentence_not_a_traceback(tmp_path, edit):
+    """A report.json edited by hand (or by another tool) in a shape the writers cannot read is
+    refused naming the input and the host, before anything is written."""
+    out = run_preflight(_inputs(HOSTS[:4]), report_dir=str(tmp_path / "a"))
+    doc = _json(out["report_paths"]["json"])
+    edit(doc, "gpu-02")
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(MergeError, match=r"report merge input .*edited.json.*give the report.json as the pre-flight wrote it"):
+        merge_report_files([str(path)], str(tmp_path / "m"))
+    assert not os.path.exists(str(tmp_path / "m"))
