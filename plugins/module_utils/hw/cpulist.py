@@ -88,23 +88,3 @@ def format_cpulist(cpus):
         start = prev = c
     runs.append((start, prev))
     return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
-
-
-def parse_cpumask(text):
-    """Parse a kernel hex cpumask ("ffffffff,00000000" as in local_cpus) into sorted CPU ids."""
-    if text is None:
-        return []
-    words = text.strip().replace("0x", "").split(",")
-    bits = "".join(w.rjust(8, "0") for w in words)
-    try:
-        value = int(bits, 16) if bits else 0
-    except ValueError:
-        raise CpuListError("bad cpumask %r" % text)
-    out = []
-    i = 0
-    while value:
-        if value & 1:
-            out.append(i)
-        value >>= 1
-        i += 1
-    return out
