@@ -48,7 +48,7 @@ DEFAULT_THRESHOLDS = {
     "expect_gpus": True,             # False: the node is declared without GPUs (dlrack_hw.gpus: [])
     # 4 KiB random read IOPS expected per device of a tier, by kind (docs: roles/acceptance/README.md
     # "Expected random reads"): planning figures well below datasheets (a data-centre NVMe drive
-    # quotes 0.7-1.1 M, a SATA SSD ~90 k, a 7200 rpm HDD 100-200 at QD16), since the tier is read
+    # is specified at 0.55-1.1 M, a SATA SSD ~90 k, a 7200 rpm HDD 100-200 at QD16), since the tier is read
     # through a filesystem by one fio run; override per kind or per tier (absolute, > 0).
     "rand_iops_per_nvme": 200000.0,
     "rand_iops_per_ssd": 40000.0,
