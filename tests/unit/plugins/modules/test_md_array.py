@@ -397,7 +397,7 @@ class CommandModule(FakeModule):
     def run_command(self, argv, check_rc=False):
         import subprocess
         argv = [self.get_bin_path(argv[0])] + list(argv[1:])
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
 

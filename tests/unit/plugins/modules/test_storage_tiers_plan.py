@@ -178,7 +178,7 @@ def test_main_bounds_a_hung_blkid_and_never_takes_it_for_blank(monkeypatch, tmp_
 
     def unbounded(argv):   # what AnsibleModule.run_command does: no time limit
         import subprocess
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         return proc.returncode, proc.stdout, proc.stderr
     fake.run_command = unbounded
     monkeypatch.setattr(mod, "AnsibleModule", lambda **kw: fake)
