@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU affinity planner: NUMA-local, disjoint, whole-core CPU sets for every GPU.
 
-Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and DESIGN.md).
+Pure Python; input is a ``dlrack_hw`` document (see docs/gpu_affinity.md and docs/dlrack_hw.md).
 
 ``plan_gpu_affinity_report(hw, ...)`` returns::
 

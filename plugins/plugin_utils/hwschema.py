@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Validation and normalisation of a ``dlrack_hw`` document (DESIGN.md, "The one contract").
+"""Validation and normalisation of a ``dlrack_hw`` document (docs/dlrack_hw.md, the one contract).
 
 ``check_hw(doc)`` never raises on bad input: it returns a cleaned copy in which every field that
 failed validation is ``None`` (unknown), plus a list of problems, each naming the field path,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Gather a ``dlrack_hw`` document (DESIGN.md, "The one contract") from a live host.
+"""Gather a ``dlrack_hw`` document (docs/dlrack_hw.md, the one contract) from a live host.
 
 One pass over sysfs/procfs under ``root`` plus at most one call each of ``nvidia-smi -q -x``
 (when it exists), ``nvidia-smi nvlink -s`` (only when the XML lists two or more GPUs, not all in
