@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, render, strict_json_dumps, write_file_set)
 
@@ -531,8 +532,8 @@ def host_status(measurements):
 
 
 def failed_hosts(hosts, fail_on):
-    bad = {"error": ("error", "incomplete"), "warning": ("error", "incomplete", "warning"), "never": ()}[fail_on]
-    return sorted(h for h, r in hosts.items() if r["status"] in bad)
+    """The hosts that fail per ``fail_on`` (plugin_utils/verdict.py): incomplete fails like an error."""
+    return verdict.failed_hosts("acceptance", {h: r["status"] for h, r in hosts.items()}, fail_on)
 
 
 def evaluate(inputs, fail_on="error", skipped=None):

@@ -13,6 +13,7 @@ import re
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, finite_copy, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
+from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, console_line, setting_error
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
@@ -224,53 +225,32 @@ def hosts_to_gather(hostvars_by_host, gather=False, use_fact_cache=False):
     return [host for host, hv in hostvars_by_host if needs_gather(hv, gather, use_fact_cache)]
 
 
-_FAILING = {"never": (), "error": ("fail",), "warning": ("fail", "warn")}
+_FAILING = verdict.FAILING   # the fail_on values (plugin_utils/verdict.py)
 
 
 def failed_hosts(results, fail_on, host_fail_on=None):
     """The hosts that fail per ``fail_on``, or per a host's own value in ``host_fail_on``; a host
     that could not be checked (GATHER_RULE: not reachable, hw_facts failed or timed out) fails
-    whatever ``fail_on`` says: the gate fails closed."""
-    own = host_fail_on or {}
-    return sorted(h for h, r in results.items() if r["status"] in _FAILING[own.get(h, fail_on)] or (
-        r["status"] == "fail" and any(f.get("rule") == GATHER_RULE for f in r.get("findings") or ())))
+    whatever ``fail_on`` says: the gate fails closed (plugin_utils/verdict.py, docs/verdicts.md)."""
+    statuses = {h: r["status"] for h, r in results.items()}
+    closed = [h for h, r in results.items() if r["status"] == "fail" and any(
+        f.get("rule") == GATHER_RULE for f in r.get("findings") or ())]
+    return verdict.failed_hosts("preflight", statuses, fail_on, host_fail_on, closed=closed)
 
 
 class DriftFileError(Exception):
     pass
 
 
-def verdict_host(failed, play_hosts=None, avoid=()):
-    """[the first failing host still in the play] or []: the verdict play runs there and fails
-    once. ``play_hosts`` (ansible_play_hosts) leaves out hosts that became unreachable while
-    gathering; None when unknown (every failing host qualifies). Hosts in ``avoid`` (whose facts
-    tried to set protected variables, such as __dlrack_verdict_deferred: the verdict play's
-    condition reads that host's variables) are passed over."""
-    in_play = set(play_hosts) if isinstance(play_hosts, (list, tuple, set)) else None
-    hosts = [h for h in failed if in_play is None or h in in_play]
-    # The play's `hosts:` is a host pattern: a name with a space, comma, colon, line feed or a
-    # pattern character would match nothing (or other hosts) and the verdict would never fail.
-    # Such a name is passed over; when no failing host qualifies, the verdict fails on localhost.
-    fit = [h for h in hosts if isinstance(h, str) and _PATTERN_SAFE.match(h) and h not in avoid]
-    if hosts and not fit:
-        return ["localhost"]
-    return fit[:1]
-
-
-_PATTERN_SAFE = re.compile(r"\A[\w.@-]+\Z")
+verdict_host = verdict.verdict_host    # kept here for the callers and tests that import it from preflight
 
 
 def verdict_message(failed, fail_on, where, host_fail_on=None):
     """The one message of a failing fleet's verdict (the verdict play fails with it), naming every
     failing host; "" when none fails. ``where``: the HTML report, or the report directory.
     ``host_fail_on``: the hosts with their own dlrack_fail_on. Host names are console text."""
-    if not failed:
-        return ""
-    own = ""
-    if host_fail_on:
-        own = "; %d host(s) with their own" % len(host_fail_on)
-    return console("pre-flight failed for %d host(s) (dlrack_fail_on=%s%s): %s; see %s" % (
-        len(failed), fail_on, own, ", ".join(str(h) for h in failed), where or "the reports"))
+    own = "; %d host(s) with their own" % len(host_fail_on) if host_fail_on else ""
+    return verdict.verdict_message("pre-flight", [(None, failed)], "dlrack_fail_on=%s%s" % (fail_on, own), where)
 
 
 class SettingsError(ValueError):

@@ -31,6 +31,7 @@ import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
     NAME_RE, RULE_RE, RUN_ID_RE, SlurmError, format_reason)
+from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 K8S_PREFIX = "dlrack.node/"
@@ -78,13 +79,14 @@ def verdicts(docs):
             if not isinstance(res, dict):
                 continue
             status = res.get("status")
-            if "measurements" in res and status in ("skip", "incomplete"):
+            part = "acceptance" if "measurements" in res else "preflight"
+            if part == "acceptance" and status in verdict.STATES["acceptance"] and not verdict.state(part, status).judged:
                 # not measured (skip), or not all of it (incomplete: fio missing, a tier not
                 # mounted, no GPU driver): acceptance did not judge the host, so it is neither
-                # drained nor resumed for it
+                # drained nor resumed for it (plugin_utils/verdict.py)
                 continue
             fails = out.setdefault(host, [])
-            if "measurements" in res:          # acceptance.json
+            if part == "acceptance":           # acceptance.json
                 if status == "error":
                     bad = [m.get("name") for m in res.get("measurements") or () if isinstance(m, dict) and m.get("verdict") == "error"]
                     fails.extend("acceptance." + _rule(n) if n else "acceptance" for n in bad or ["host"])
