@@ -2,7 +2,8 @@
 
 mi100-rocm602 / mi100-rocm571: the two real MI100 machines of ../real/amd-rocm-smi-json (bus ids
 and NUMA nodes from the captures; the rest of the node is left out, so rocm-smi must fill it).
-mi300x-8gpu, mi250x-4oam, mi210-2gpu-pcie: built from the kernel's documented formats only.
+mi300x-8gpu, mi250x-4oam, mi210-2gpu-pcie: built from the kernel's documented formats only;
+mixed-2nvidia-2mi210: two NVIDIA GPUs at the bus ids of a real capture and two MI210.
 """
 import importlib.util
 import json
@@ -33,7 +34,7 @@ def fresh(out, name):
 
 
 def gpu(root, bdf, device, cls, link, numa, local, vendor="0x1002", vram=None, product=None, serial=None,
-        unique_id=None, ras=None, bad_pages=None, hive=None, card=None):
+        unique_id=None, ras=None, bad_pages=None, hive=None, card=None, driver="amdgpu"):
     d = "/sys/devices/pci0000:00/%s" % bdf
     w(root, d + "/vendor", vendor)
     w(root, d + "/device", device)
@@ -44,8 +45,8 @@ def gpu(root, bdf, device, cls, link, numa, local, vendor="0x1002", vram=None, p
         w(root, d + "/" + name, value)
     w(root, d + "/numa_node", str(numa))
     w(root, d + "/local_cpulist", local)
-    w(root, "/sys/bus/pci/drivers/amdgpu/.keep", "")
-    ln(root, d + "/driver", "../../../bus/pci/drivers/amdgpu")
+    w(root, "/sys/bus/pci/drivers/%s/.keep" % driver, "")
+    ln(root, d + "/driver", "../../../bus/pci/drivers/%s" % driver)
     ln(root, "/sys/bus/pci/devices/%s" % bdf, "../../../devices/pci0000:00/%s" % bdf)
     if vram is not None:
         w(root, d + "/mem_info_vram_total", str(vram))
@@ -134,6 +135,20 @@ def mi210(out):
     return root
 
 
+def mixed(out):
+    """A mixed node: the two NVIDIA RTX A5000 of the real capture telegraf-dual_a5000-v13.xml (their
+    bus ids 81:00.0 and c1:00.0; NVIDIA sorts first) and two MI210 (documented formats only)."""
+    root = fresh(out, "mixed-2nvidia-2mi210")
+    for i, bdf in enumerate(["0000:81:00.0", "0000:c1:00.0"]):
+        gpu(root, bdf, "0x2231", "0x030000", (GEN4, "16", GEN4, "16"), i, "0-31" if i == 0 else "32-63",
+            vendor="0x10de", driver="nvidia")
+    for i, bdf in enumerate(["0000:05:00.0", "0000:85:00.0"]):
+        gpu(root, bdf, "0x740f", "0x038000", (GEN4, "16", GEN4, "16"), i, "0-31" if i == 0 else "32-63",
+            vram=64 * GIB, product="AMD Instinct MI210", unique_id="%016x" % (0x2100 + i),
+            ras=((1 << 14) - 1, {"umc": [("ue", 0), ("ce", 2 * i), ("de", 0)]}), card=i)
+    return root
+
+
 def mi100(out, name, capture):
     """The machine of a real rocm-smi capture: its GPUs' bus ids and NUMA nodes, gen4 x16 links;
     no FRU, VRAM or RAS files, so the model and memory must come from rocm-smi."""
@@ -150,7 +165,7 @@ def mi100(out, name, capture):
 def build_all(out):
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
-    return [mi300x(out), mi250x(out), mi210(out), mi100(out, "mi100-rocm602", "telegraf-mi100_rocm602.json"),
+    return [mi300x(out), mi250x(out), mi210(out), mixed(out), mi100(out, "mi100-rocm602", "telegraf-mi100_rocm602.json"),
             mi100(out, "mi100-rocm571", "telegraf-mi100_rocm571.json")]
 
 

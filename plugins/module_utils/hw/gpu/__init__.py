@@ -89,7 +89,8 @@ def gather_gpus(rd, run, tools, errors, vendors=None):
     whose vendor or class cannot be read is named in ``errors`` (it may be a GPU); one odd
     device never drops the others. ``vendors``: names of the vendor modules to ask (default
     all; the ECC collector asks "amd" alone, from sysfs: ``run`` is then never called when
-    ``tools`` is empty)."""
+    ``tools`` is empty); the vendors left out still count in the numbering, so an entry's
+    ``index`` is the same whichever vendors are asked)."""
     found = dict((mod.NAME, []) for mod in VENDORS)
     display = []
     base = rd.path("/sys/bus/pci/devices")
@@ -117,10 +118,15 @@ def gather_gpus(rd, run, tools, errors, vendors=None):
     out = []
     for mod in VENDORS:
         if vendors is not None and mod.NAME not in vendors:
+            # a vendor left out still holds its places: the entries asked for keep the index
+            # hw_facts gives them (on a mixed node the ECC collector's AMD series start after
+            # the NVIDIA GPUs sysfs shows, whether nvidia-smi answers or not)
+            out.extend([None] * len(found[mod.NAME]))
             continue
         gpus = sorted(found[mod.NAME], key=lambda g: g["pci_bus_id"])
         if gpus or mod is nvidia:   # nvidia-smi may list GPUs that sysfs does not show
             out.extend(mod.gather(rd, gpus, run, tools, errors))
     for i, g in enumerate(out):
-        g["index"] = i
-    return out
+        if g is not None:
+            g["index"] = i
+    return [g for g in out if g is not None]

@@ -49,3 +49,30 @@ def test_mi210_without_ras_is_unsupported_not_zero(amd_tree):
 def test_nvidia_tree_gets_no_amd_samples():
     text = metrics.collect(root=sysfs_tree("esc8000a-e12"), now=0)
     assert 'vendor=' not in text and not re.search(r"^dlrack_gpu_", text, re.M)
+
+
+def _gpu_labels(text, vendor):
+    out = set()
+    for line in samples(text, "dlrack_gpu_ecc_supported"):
+        if ('vendor="%s"' % vendor in line) if vendor else ("vendor=" not in line):
+            out.add(re.search(r'gpu="([^"]*)"', line).group(1))
+    return out
+
+
+def test_mixed_node_gpu_label_is_unique_and_the_hw_facts_index(amd_tree):
+    """A node with 2 NVIDIA GPUs (nvidia-smi numbers them 0, 1) and 2 MI210: the AMD series are
+    gpu 2 and 3, the index hw_facts gives them, whether nvidia-smi answers or not."""
+    from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import gather_gpus
+    from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import SysReader
+    root = amd_tree("mixed-2nvidia-2mi210")
+    xml = os.path.join(DATA, "real", "nvidia-smi-q-xml", "telegraf-dual_a5000-v13.xml")
+    with_smi = metrics.collect(root=root, nvidia_smi_xml=xml, now=0)
+    assert _gpu_labels(with_smi, None) == {"0", "1"}
+    assert _gpu_labels(with_smi, "amd") == {"2", "3"}
+    without_smi = metrics.collect(root=root, now=0)          # no nvidia-smi: the AMD series stay put
+    assert _gpu_labels(without_smi, "amd") == {"2", "3"}
+    assert ('dlrack_gpu_ecc_corrected_errors_total{gpu="3",uuid="GPU-0000000000002101",vendor="amd",scope="volatile",'
+            'block="umc"} 2') in without_smi.splitlines()
+    facts = gather_gpus(SysReader(root), None, {}, [])
+    assert [(g["vendor"] if "vendor" in g else "nvidia", g["index"]) for g in facts] == [
+        ("nvidia", 0), ("nvidia", 1), ("amd", 2), ("amd", 3)]
