@@ -130,6 +130,9 @@ _FAMILIES = (
      "Corrected memory errors per csrow channel (chN_ce_count)."),
     ("dlrack_gpu_ecc_collector_up", "gauge",
      "1 when nvidia-smi ran and its XML parsed, 0 when it failed; absent without nvidia-smi."),
+    ("dlrack_gpu_ras_collector_up", "gauge",
+     "1 when amdgpu's RAS sysfs was read whole, 0 when a file or the tree could not be read (the "
+     "counters are then partly unknown; the collector's stderr names them); absent without AMD GPUs."),
     ("dlrack_gpu_ecc_supported", "gauge",
      "1 when the GPU reports an ECC mode (Enabled or Disabled), 0 when it has none (N/A)."),
     ("dlrack_gpu_ecc_enabled", "gauge", "1 when GPU ECC is currently enabled."),
@@ -248,12 +251,15 @@ def add_gpu_metrics(metrics, gpus, up=None):
             metrics.add("dlrack_gpu_remapped_rows_failed", 1 if rows["failure"] else 0, ids)
 
 
-def add_amd_gpu_metrics(metrics, gpus):
+def add_amd_gpu_metrics(metrics, gpus, up=None):
     """AMD GPU RAS samples under the same families as NVIDIA's, each with ``vendor="amd"``
     (NVIDIA samples keep their labels: a series without ``vendor`` is NVIDIA). ``gpus``: the
     entries of hw/gpu/amd.py (``ras.blocks`` per RAS block, counted since the driver loaded, so
     scope is volatile; ``retired_pages`` from gpu_vram_bad_pages). Counters the driver does not
-    expose give no sample: unknown is never zero."""
+    expose give no sample: unknown is never zero. ``up``: whether sysfs was read whole (None: no
+    sample, a node without AMD GPUs)."""
+    if up is not None:
+        metrics.add("dlrack_gpu_ras_collector_up", 1 if up else 0, {"vendor": "amd"})
     for gpu in gpus or []:
         if not isinstance(gpu, dict):
             continue
@@ -281,13 +287,13 @@ def add_amd_gpu_metrics(metrics, gpus):
 
 
 def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=None,
-                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None, amd_gpus=None):
+                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None, amd_gpus=None, amd_up=None):
     """The whole textfile as a string (pure: no file or process access)."""
     metrics = _new_metrics()
     findings = assess_ecc(edac, uptime_s=uptime_s, budget_24h=budget_24h)
     add_edac_metrics(metrics, edac, detection=detection, findings=findings, budget_24h=budget_24h)
     add_gpu_metrics(metrics, gpus, up=gpu_up)
-    add_amd_gpu_metrics(metrics, amd_gpus)
+    add_amd_gpu_metrics(metrics, amd_gpus, up=amd_up)
     metrics.add("dlrack_ecc_collector_last_run_timestamp_seconds",
                 float(now if now is not None else time.time()))
     if duration_s is not None:
@@ -328,12 +334,34 @@ def find_nvidia_smi(path=None):
     return None
 
 
-def amd_gpus_from_sysfs(root="/"):
-    """AMD/Hygon GPUs with their RAS counters from amdgpu sysfs alone (no tool runs)."""
+MAX_ERROR_LINES = 20
+
+
+def amd_gpus_from_sysfs(root="/", errors=None):
+    """(gpus, up): AMD/Hygon GPUs with their RAS counters from amdgpu sysfs alone (no tool runs).
+    ``up`` is None on a node without AMD GPUs, False when the tree or one of the GPUs' files
+    could not be read (each named in ``errors``), else True."""
+    errors = [] if errors is None else errors
+    rd = SysReader(root)
     try:
-        return gather_gpus(SysReader(root), None, {}, [], vendors=("amd",))
-    except Exception:  # pylint: disable=broad-except  # an odd tree must not stop the host EDAC metrics
-        return None
+        gpus = gather_gpus(rd, None, {}, errors, vendors=("amd",))
+    except Exception as exc:  # pylint: disable=broad-except  # an odd tree must not stop the host EDAC metrics
+        errors.append("amdgpu sysfs under %s: unexpected %s: %s" % (root, type(exc).__name__, exc))
+        return None, False
+    errors.extend(rd.errors)
+    if not gpus:
+        return gpus, None
+    return gpus, not errors
+
+
+def _report_errors(errors, stream=None):
+    """The AMD read problems on stderr (the journal of the timer's service), bounded and printable."""
+    stream = stream or sys.stderr
+    for line in errors[:MAX_ERROR_LINES]:
+        text = "".join(c if c.isprintable() else "?" for c in str(line))[:300]
+        stream.write("dlrack-ecc-collector: %s\n" % text)
+    if len(errors) > MAX_ERROR_LINES:
+        stream.write("dlrack-ecc-collector: ... and %d more\n" % (len(errors) - MAX_ERROR_LINES))
 
 
 def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_BUDGET_24H,
@@ -347,9 +375,13 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
         with open(nvidia_smi_xml) as handle:
             xml_text = handle.read()
     gpus, up = gpus_from_nvidia_smi(command=nvidia_smi, xml_text=xml_text)
+    amd_errors = []
+    amd_gpus, amd_up = amd_gpus_from_sysfs(root, amd_errors)
+    if amd_up is not None:
+        _report_errors(amd_errors)
     return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
                           uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
-                          duration_s=time.time() - started, amd_gpus=amd_gpus_from_sysfs(root))
+                          duration_s=time.time() - started, amd_gpus=amd_gpus, amd_up=amd_up)
 
 
 USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name FILE]

@@ -76,3 +76,34 @@ def test_mixed_node_gpu_label_is_unique_and_the_hw_facts_index(amd_tree):
     facts = gather_gpus(SysReader(root), None, {}, [])
     assert [(g["vendor"] if "vendor" in g else "nvidia", g["index"]) for g in facts] == [
         ("nvidia", 0), ("nvidia", 1), ("amd", 2), ("amd", 3)]
+
+
+def test_amd_ras_collector_up_and_read_problems_named(amd_tree, tmp_path, capsys, monkeypatch):
+    import shutil
+    text = metrics.collect(root=amd_tree("mi300x-8gpu"), now=0)
+    assert 'dlrack_gpu_ras_collector_up{vendor="amd"} 1' in text.splitlines()
+    assert capsys.readouterr().err == ""
+    # one GPU's UMC counter file cannot be read (a directory where the file should be): not up,
+    # its series is absent (unknown, never 0) and stderr names the file
+    root = str(tmp_path / "tree")
+    shutil.copytree(amd_tree("mi300x-8gpu"), root, symlinks=True)
+    bad = os.path.join(root, "sys/devices/pci0000:00/0000:75:00.0/ras/umc_err_count")
+    os.remove(bad)
+    os.mkdir(bad)
+    text = metrics.collect(root=root, now=0)
+    assert 'dlrack_gpu_ras_collector_up{vendor="amd"} 0' in text.splitlines()
+    assert not [s for s in samples(text, "dlrack_gpu_ecc_corrected_errors_total") if 'gpu="3"' in s and 'block="umc"' in s]
+    err = capsys.readouterr().err
+    assert "dlrack-ecc-collector:" in err and "0000:75:00.0/ras/umc_err_count" in err
+    # the whole AMD read fails: not up, the host EDAC metrics are still written
+    def boom(*args, **kwargs):
+        raise ValueError("odd tree")
+    monkeypatch.setattr(metrics, "gather_gpus", boom)
+    text = metrics.collect(root=amd_tree("mi300x-8gpu"), now=0)
+    assert 'dlrack_gpu_ras_collector_up{vendor="amd"} 0' in text.splitlines() and "dlrack_edac_supported" in text
+    assert "unexpected ValueError: odd tree" in capsys.readouterr().err
+
+
+def test_nvidia_only_node_has_no_ras_collector_gauge():
+    text = metrics.collect(root=sysfs_tree("esc8000a-e12"), now=0)
+    assert "dlrack_gpu_ras_collector_up" not in text
