@@ -14,12 +14,18 @@ console_line() (plugin_utils/preflight.py for the pre-flight, site and drift sum
 
 setting_error() is the check for run-wide settings strings (e.g. dlrack_external_archive): a
 control character there is a mistake or an attack, and the error names the variable.
+
+host_list() names hosts in one console message (a verdict) within a bound: a 10,000-host job's
+verdict naming 6,000 failing hosts was one 60 kB line of the job's stdout (an AWX job's output is
+read in a browser); the reports name every host.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import re
+
+from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import compress
 
 # C0 controls and DEL, C1 controls, line/paragraph separators, bidirectional embeddings,
 # overrides and isolates, and the BOM/zero-width no-break space.
@@ -63,3 +69,43 @@ def setting_error(variable, value):
         return None
     return ("%s holds a control character (%s): settings strings are plain text; remove it from the "
             "inventory or extra vars" % (variable, console(value)))
+
+
+HOST_LIST_MAX_CHARS = 1000    # the host names of one console message (a verdict) take at most this many characters
+_TRAILING = re.compile(r"^(.*?)(\d+)$", re.S)
+
+
+def _name_order(name):
+    """Names by prefix, then by their trailing number (gpu-9 before gpu-10), as the hostlist form orders them."""
+    m = _TRAILING.match(name)
+    return (m.group(1), int(m.group(2)), len(m.group(2))) if m else (name, -1, 0)
+
+
+def host_list(names, max_chars=HOST_LIST_MAX_CHARS):
+    """Console text naming ``names`` (host names, distinct) in at most about ``max_chars``
+    characters: every name as given, joined by ", ", while that fits; else every name in Slurm's
+    hostlist form (``gpu-[0001-6000]``, plugin_utils/hostlist.py; ``scontrol show hostnames``
+    reads it back) while that fits; else the hostlist of the first hosts in name order that fit,
+    then `` and N more host(s)``. Control characters are escaped (console()), and the bound is
+    on the escaped text."""
+    names = [n if isinstance(n, str) else str(n) for n in names]
+    plain = console(", ".join(names))
+    if len(plain) <= max_chars:
+        return plain
+    whole = console(compress(names))
+    if len(whole) <= max_chars:
+        return whole
+    ordered = sorted(names, key=_name_order)
+    # The longest prefix of the ordered names whose hostlist fits: fits(lo), not fits(hi) throughout
+    # (a bisection, ~log2(len(names)) compressions; the text returned is the one measured).
+    lo, hi, text = 0, len(ordered), ""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        candidate = console(compress(ordered[:mid]))
+        if len(candidate) <= max_chars:
+            lo, text = mid, candidate
+        else:
+            hi = mid
+    if not lo:
+        return "%d host(s), named in the reports" % len(names)
+    return "%s and %d more host(s)" % (text, len(names) - lo)
