@@ -7,24 +7,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dlrack.node.plugins.modules.acceptance_report import DOCUMENTATION
 from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_workload
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console_line
 
-_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "report_dir": {"type": "path"},
-    "report_prefix": {"type": "str", "default": "acceptance"},
-    "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
-    "results_var": {"type": "str", "default": "__acceptance_measured"},
-    "skip_hosts": {"type": "list", "elements": "str", "default": []},
-    "skip_reason": {"type": "str", "default": "failed the pre-flight of this run: not measured (fix it, then re-run)"},
-}
+# The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
 
 
 def _workload(hv):
@@ -48,10 +42,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validation = ArgumentSpecValidator(_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("acceptance_report: %s" % "; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args, errors = validate(ARGUMENT_SPEC, self._task.args)
+        if errors:
+            raise AnsibleActionFail("acceptance_report: %s" % "; ".join(errors))
         hostvars = task_vars.get("hostvars", {})
         inputs = {}
         for host in args["hosts"]:

@@ -9,22 +9,17 @@ __metaclass__ = type
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.dlrack.node.plugins.modules.report_merge import DOCUMENTATION
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import verdict_message
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import ReportWriteError
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import MergeError, merge_report_files
 
-_SPEC = {
-    "inputs": {"type": "list", "elements": "path", "required": True},
-    "report_dir": {"type": "path", "required": True},
-    "report_prefix": {"type": "str", "default": "report"},
-    "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
-    "print_summary": {"type": "bool", "default": True},
-    "fail": {"type": "bool", "default": True},
-}
+# The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
 _VARIABLES = {"inputs": "dlrack_report_merge_inputs", "report_dir": "dlrack_report_dir",
               "report_prefix": "dlrack_report_prefix", "junit_warnings": "dlrack_junit_warnings"}
 
@@ -37,12 +32,11 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        checked = ArgumentSpecValidator(_SPEC).validate(self._task.args)
-        if checked.error_messages:
-            text = "; ".join(checked.error_messages)
+        args, errors = validate(ARGUMENT_SPEC, self._task.args)
+        if errors:
+            text = "; ".join(errors)
             named = ["%s (variable %s)" % (o, v) for o, v in sorted(_VARIABLES.items()) if o in text]
             raise AnsibleActionFail("report_merge: %s%s" % (text, (": set " + ", ".join(named)) if named else ""))
-        args = checked.validated_parameters
         try:
             out = merge_report_files([os.path.expanduser(p) for p in args["inputs"]], args["report_dir"],
                                      prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])

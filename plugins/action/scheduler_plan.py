@@ -7,23 +7,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.dlrack.node.plugins.modules.scheduler_plan import DOCUMENTATION
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.scheduler import PlanError, plan
 
-_SPEC = {
-    "reports": {"type": "list", "elements": "path", "required": True},
-    "hosts": {"type": "list", "elements": "str"},
-    "backend": {"type": "str", "choices": ["slurm", "kubernetes"], "required": True},
-    "node_names": {"type": "dict", "default": {}},
-    "short_names": {"type": "bool", "default": True},
-    "max_nodes": {"type": "int", "default": 5},
-    "max_percent": {"type": "float", "default": 10.0},
-    "run_id": {"type": "str"},
-    "k8s_nodes": {"type": "list", "elements": "dict", "default": []},
-}
+# The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
 
 
 class ActionModule(ActionBase):
@@ -32,10 +24,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        validation = ArgumentSpecValidator(_SPEC).validate(_plain(dict(self._task.args)))
-        if validation.error_messages:
-            raise AnsibleActionFail("scheduler_plan: %s" % "; ".join(validation.error_messages))
-        a = validation.validated_parameters
+        a, errors = validate(ARGUMENT_SPEC, _plain(dict(self._task.args)))
+        if errors:
+            raise AnsibleActionFail("scheduler_plan: %s" % "; ".join(errors))
         try:
             out = plan(a["reports"], hosts=a.get("hosts"), backend=a["backend"], node_names=a["node_names"],
                        short_names=a["short_names"], max_nodes=a["max_nodes"], max_percent=a["max_percent"],
