@@ -10,6 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.modules.acceptance_report import DOCUMENTATION
+from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
@@ -61,7 +62,7 @@ class ActionModule(ActionBase):
                 result["report_paths"] = write_reports(args["report_dir"], doc, args["report_prefix"])
             except ReportWriteError as exc:
                 raise AnsibleActionFail("acceptance_report: %s\n%s" % (exc, "\n".join(lines)))
-            lines.append("reports: " + ", ".join(result["report_paths"][k] for k in ("html", "json", "xml")))
+            lines.append(reports.paths_line(result["report_paths"]))
         result.update(changed=False, summary=doc["summary"], failed_hosts=doc["summary"]["failed_hosts"],
                       host_status={h: r["status"] for h, r in doc["hosts"].items()}, lines=lines, text="\n".join(lines))
         return result

@@ -37,7 +37,7 @@ import os
 from ansible.plugins.callback import CallbackBase
 from ansible.template import Templar
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.report import atomic_write
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import atomic_write
 
 
 class CallbackModule(CallbackBase):

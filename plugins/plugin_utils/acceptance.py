@@ -22,8 +22,10 @@ __metaclass__ = type
 import math
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
-from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
-    ReportWriteError, junit_case, junit_classname, junit_xml, now_iso, render, strict_json_dumps, write_file_set)
+from ansible_collections.dlrack.node.plugins.plugin_utils import reports
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import (
+    junit_case, junit_classname, junit_xml, now_iso, render)
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import ReportWriteError
 
 VERDICTS = ("pass", "warning", "error", "skip", "incomplete")
 _RANK = {"skip": 0, "pass": 1, "warning": 2, "incomplete": 3, "error": 4}
@@ -584,11 +586,17 @@ def summary_lines(doc):
 
 
 # ------------------------------------------------------------------------------------ writers
-# The shared report helpers (plugin_utils/report.py) do the strict JSON, the XML-safe JUnit and the
-# atomic write of the three files as one set; only the acceptance-specific layout is here.
+# The reports package (plugin_utils/reports/) has the writers (JSON, JUnit, HTML: the same as the
+# pre-flight's) and the atomic write of the set; only the acceptance-specific layout is here.
 
 def build_junit(doc):
-    """One testsuite per host, one testcase per measurement: error -> failure, incomplete -> failure
+    """acceptance.xml as text: junit_suites() rendered (what reports.junit_writer writes)."""
+    suites, name, properties = junit_suites(doc)
+    return junit_xml(suites, name=name, properties=properties)
+
+
+def junit_suites(doc):
+    """(suites, name, properties) of acceptance.xml. One testsuite per host, one testcase per measurement: error -> failure, incomplete -> failure
     of type ``incomplete`` (a gate that did not measure must not look green), skip -> skipped,
     warning -> passed with the reason in system-out (JUnit has no warning state)."""
     suites = []
@@ -603,7 +611,7 @@ def build_junit(doc):
                                     text=text,
                                     system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
         suites.append({"name": host, "cases": cases})
-    return junit_xml(suites, name="dlrack.node acceptance")
+    return suites, "dlrack.node acceptance", None
 
 
 _CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip", "incomplete": "inc"}
@@ -620,18 +628,28 @@ def _html_rows(measurements):
 
 
 def build_html(doc, title="dlrack.node acceptance report"):
-    """The acceptance page (templates/acceptance.html.j2, the reports' Jinja environment)."""
+    """acceptance.html as text: html_page() rendered (what reports.html_writer writes)."""
+    template, context = html_page(doc, title)
+    return render(template, **context)
+
+
+def html_page(doc, title="dlrack.node acceptance report"):
+    """(template, context) of the acceptance page (reports/templates/acceptance.html.j2)."""
     hosts = [(host, dict(r, rows=_html_rows(r["measurements"]))) for host, r in sorted(doc["hosts"].items())]
-    return render("acceptance.html.j2", title=title, summary=doc["summary"], hosts=hosts,
-                  cards=[(v, _CLASS[v]) for v in VERDICTS], classes=_CLASS)
+    return "acceptance.html.j2", dict(title=title, summary=doc["summary"], hosts=hosts,
+                                      cards=[(v, _CLASS[v]) for v in VERDICTS], classes=_CLASS)
 
 
-def write_reports(report_dir, doc, prefix="acceptance"):
-    """Write <prefix>.json (strict JSON), .xml (JUnit) and .html as one set; return their paths by
-    extension. ReportWriteError names the directory when it cannot be written."""
-    files = {prefix + ".json": strict_json_dumps(doc), prefix + ".xml": build_junit(doc), prefix + ".html": build_html(doc)}
-    paths = write_file_set(report_dir, files)
-    return {name.rsplit(".", 1)[1]: path for name, path in paths.items()}
+def report_set(doc):
+    """The acceptance report set (reports.ReportSet) of an evaluate() document."""
+    return reports.ReportSet("acceptance", doc=lambda: doc, junit=lambda: junit_suites(doc), page=lambda: html_page(doc))
+
+
+def write_reports(report_dir, doc, prefix="acceptance", only=None):
+    """Write <prefix>.<format> for every registered format (reports.WRITERS: strict JSON, JUnit,
+    HTML; ``only``: some of them) as one set (reports.write_set); return their paths by format.
+    ReportWriteError names the directory when it cannot be written."""
+    return reports.write_set(report_dir, report_set(doc), prefix, only=only)
 
 
 __all__ = ["AcceptanceError", "ReportWriteError", "evaluate", "judge_host", "link_rate_gbps", "summary_lines", "write_reports"]

@@ -10,6 +10,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, finite_copy, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
@@ -496,7 +497,7 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
         try:
             out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta=meta,
                                                 prefix=prefix, junit_warnings=junit_warnings, what=report_dir_var)
-            out["lines"].append("reports: " + ", ".join(out["report_paths"][k] for k in ("html", "json", "xml")))
+            out["lines"].append(reports.paths_line(out["report_paths"]))
         except ReportWriteError as exc:
             out["report_error"] = str(exc)
             out["lines"].append("reports NOT written: %s" % exc)

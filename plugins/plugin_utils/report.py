@@ -1,421 +1,42 @@
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fleet reports from rule-engine results: JSON (for pipelines), JUnit XML (for CI systems),
-one self-contained HTML page (for people) and a plain-text summary (for the terminal).
+"""Fleet reports from rule-engine results - the layout of the pre-flight's and the drift check's
+reports: the JSON document (for pipelines), the JUnit suites (for CI systems), the HTML page (for
+people) and a plain-text summary (for the terminal). The registered writers of the reports package
+(plugin_utils/reports/) render them and write the set (report_set, write_reports).
 
 Input everywhere: ``results`` = {host: evaluate_host() result} and ``summary`` = summarize().
 ``drift`` (optional) = {host: {"changes": [{"role", "task", "action", "diff"}], ...}} adds the
 drift section used by the drift playbook.
 
-The first part of this file holds small building blocks that every report writer of the
-collection uses (the drift callback, the acceptance role): strict JSON, XML-safe text, a JUnit
-writer from plain data, the Jinja2 environment with the report templates, and the atomic write of
-a set of files that belong together.
+The building blocks every report of the collection is made of (strict JSON, XML-safe text, the
+JUnit writer, the Jinja2 environment, the atomic write of a set) live in plugin_utils/reports/
+(common.py, files.py); they are importable from here as well, as before.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import collections
-import contextlib
-import datetime
 import functools
 import json
-import math
-import os
 import re
-import signal
-import stat
-import tempfile
-import uuid
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
+from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import compress as compress_hostlist
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import (  # noqa: F401 (also the API of this module)
+    SKIP_NOT_CHECKED, SKIP_WARNING, TEMPLATES, _suite_xml, finite_copy, jinja_env, junit_case, junit_classname,
+    junit_xml, new_run_id, now_iso, render, strict_json_document, strict_json_dumps, xml_safe)
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import (  # noqa: F401 (also the API of this module)
+    LOCK_NAME, ReportWriteError, atomic_write, prepare_dir, write_file_set)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Ansible controllers are POSIX; no lock then, still atomic per file
-    fcntl = None
-
-TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 JUNIT_WARNINGS = ("skipped", "failed", "passed")
-LOCK_NAME = ".dlrack-report.lock"
-
-
-# ------------------------------------------------------------------------------ building blocks
-
-class ReportWriteError(Exception):
-    """The reports could not be written; the message names the path and what to change."""
-
-
-def now_iso():
-    """The current UTC time, ISO 8601 to the second."""
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-
-
-def new_run_id():
-    """A fresh id for one run; every file of the run carries it, so a reader can tell that
-    report.json, report.xml and report.html come from the same run."""
-    return "%s-%s" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"), uuid.uuid4().hex[:12])
-
-
-def finite_copy(value, path="", found=None):
-    """Copy of ``value`` (dicts, lists, scalars) in which every non-finite float (NaN, +-Infinity)
-    and every integer beyond any float's range (more than 1024 bits: Python cannot even print one
-    of 4300 digits) is None. ``found`` (a list), when given, receives the dotted path of each."""
-    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
-        if math.isfinite(value) if isinstance(value, float) else value.bit_length() <= 1024:
-            return value
-        if found is not None:
-            found.append(path or "(value)")
-        return None
-    if isinstance(value, dict):
-        return {k: finite_copy(v, "%s.%s" % (path, k) if path else str(k), found) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_copy(v, "%s[%d]" % (path, i), found) for i, v in enumerate(value)]
-    return value
-
-
-_LONG_DIGITS = re.compile(r"\d{309}")
-
-
-def _default(value):
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    return str(value)
-
-
-def strict_json_dumps(doc, indent=2, sort_keys=False):
-    """JSON text that every parser accepts: non-finite floats and absurd integers become null (never ``NaN``),
-    objects JSON cannot express are written with str(), output is ASCII (lone surrogates are
-    escaped, never written raw). Raises nothing for odd values; allow_nan=False guards the rest."""
-    try:  # the C encoder first; the exact walk only when a number needs replacing
-        text = json.dumps(doc, indent=indent, sort_keys=sort_keys, allow_nan=False, ensure_ascii=True, default=_default)
-        if _LONG_DIGITS.search(text) is None:
-            return text + "\n"
-    except ValueError:
-        pass
-    return json.dumps(finite_copy(doc), indent=indent, sort_keys=sort_keys, allow_nan=False,
-                      ensure_ascii=True, default=_default) + "\n"
-
-
-def _json_key(key):
-    return json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=True)
-
-
-def _entry_text(texts, value):
-    # keyed by the object itself (id), which the document keeps alive while it is written
-    text = texts.get(id(value))
-    if text is None:
-        text = texts[id(value)] = strict_json_dumps(value, indent=None)[:-1]
-    return text
-
-
-def strict_json_document(doc, line_per=("hosts", "drift")):
-    """strict_json_dumps() of a report document laid out for fleets: each entry of the mappings
-    named in ``line_per`` (one per host) on a line of its own, written by the C encoder, the
-    rest indented. The same JSON value as strict_json_dumps(doc) (test_report checks it); a
-    fleet's report.json is written several times faster than fully indented, and every host is
-    one line for grep (``jq . report.json`` indents it all)."""
-    parts = []
-    texts = {}   # build_json gives hosts that share an evaluation one entry object: encode it once
-    for key, value in doc.items():
-        if key in line_per and isinstance(value, dict):
-            body = ",\n".join("  %s: %s" % (_json_key(k), _entry_text(texts, v)) for k, v in value.items())
-            parts.append("%s: {\n%s\n}" % (_json_key(key), body) if body else "%s: {}" % _json_key(key))
-        else:
-            parts.append("%s: %s" % (_json_key(key), strict_json_dumps(value)[:-1].replace("\n", "\n  ")))
-    return "{\n  " + ",\n  ".join(parts) + "\n}\n"
-
-
-# Characters XML 1.0 cannot carry at all (C0 controls except TAB/LF/CR, lone surrogates, U+FFFE/F).
-_XML_BAD = re.compile(u"[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def xml_safe(value):
-    """``value`` as text that XML 1.0 (and HTML) can carry: every character XML forbids (control
-    characters, lone surrogates) is written as a visible ``\\xNN``/``\\uNNNN`` escape instead.
-    None becomes "". Escaping of ``<``, ``&`` and quotes is still the caller's (or Jinja's) job."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else str(value)
-    if _XML_BAD.search(text) is None:
-        return text
-    return _XML_BAD.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100 else "\\u%04x" % ord(m.group()),
-                        text)
-
-
-def junit_classname(host, check):
-    """The JUnit classname of one host's cases: ``HOST.CHECK`` (e.g. ``gpu-01.rack7.example.com.preflight``).
-    CI tools split a classname at its last dot into package and class (Jenkins' junit plugin:
-    CaseResult.getPackageName/getSimpleName), so the host, dots and all, is the package and the
-    check (preflight, drift, acceptance) the class: ``preflight.HOST`` made a host
-    ``gpu-01.rack7.example.com`` the class ``com``."""
-    return "%s.%s" % (host, check)
-
-
-# The <skipped> types: a CI UI (and junitparser's Skipped.type) tells a warning from a rule that
-# could not be checked without reading the message.
-SKIP_WARNING, SKIP_NOT_CHECKED = "warning", "not-checked"
-
-
-def junit_case(classname, name, result="passed", message=None, kind=None, text=None, system_out=None):
-    """One JUnit testcase as plain data for junit_xml(); ``result`` is passed, failure, error or
-    skipped; ``kind`` is the type of a failure, error or skipped element."""
-    if result not in ("passed", "failure", "error", "skipped"):
-        raise ValueError("junit_case: result must be passed, failure, error or skipped, not %r" % (result,))
-    return {"classname": classname, "name": name, "result": result, "message": message, "type": kind,
-            "text": text, "system_out": system_out}
-
-
-def _suite_xml(suite, properties=None):
-    """(lines, counts) of one <testsuite> for junit_xml()."""
-    cases = suite.get("cases") or []
-    counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
-    for c in cases:
-        if c["result"] in _COUNT_KEY:
-            counts[_COUNT_KEY[c["result"]]] += 1
-    body = ['  <testsuite name=%s tests="%d" failures="%d" errors="%d" skipped="%d">'
-            % (_qa(suite.get("name")), counts["tests"], counts["failures"], counts["errors"], counts["skipped"])]
-    props = dict(properties or {}, **(suite.get("properties") or {}))
-    if props:
-        body.append("    <properties>")
-        body.extend('      <property name=%s value=%s/>' % (_qa(k), _qa(v)) for k, v in sorted(props.items()))
-        body.append("    </properties>")
-    for c in cases:
-        body.append('    <testcase classname=%s name=%s>' % (_qa(c.get("classname")), _qa(c.get("name"))))
-        if c["result"] in ("failure", "error"):
-            body.append('      <%s message=%s type=%s>%s</%s>' % (c["result"], _qa(c.get("message")), _qa(c.get("type") or c["result"]),
-                                                                  _xe(c.get("text")), c["result"]))
-        elif c["result"] == "skipped":
-            body.append('      <skipped message=%s%s/>' % (_qa(c.get("message")), " type=%s" % _qa(c["type"]) if c.get("type") else ""))
-        if c.get("system_out"):
-            body.append('      <system-out>%s</system-out>' % _xe(c["system_out"]))
-        body.append('    </testcase>')
-    body.append('  </testsuite>')
-    return body, counts
-
-
-_COUNT_KEY = {"failure": "failures", "error": "errors", "skipped": "skipped"}
-
-
-def junit_xml(suites, name="dlrack.node", properties=None):
-    """A JUnit XML document from plain data.
-
-    ``suites``: iterable of ``{"name": str, "cases": [junit_case(...), ...], "properties": {...}}``
-    (or ``{"xml": (lines, counts)}``, a suite already written by _suite_xml()).
-    ``properties`` (e.g. ``{"run_id": ...}``) are added to every suite's <properties> (where the
-    JUnit schema allows them). Counts (tests, failures, errors, skipped) are computed from the
-    cases. Every string is made XML-safe, so the document is well formed whatever the input."""
-    body, totals = [], {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite in suites:
-        lines, counts = suite["xml"] if "xml" in suite else _suite_xml(suite, properties)
-        for k in totals:
-            totals[k] += counts[k]
-        body.extend(lines)
-    # <testsuites> carries no skipped count: the Jenkins xUnit schema (junit-10.xsd) refuses it there;
-    # each <testsuite> has its own.
-    head = ['<?xml version="1.0" encoding="UTF-8"?>',
-            '<testsuites name=%s tests="%d" failures="%d" errors="%d">'
-            % (_qa(name), totals["tests"], totals["failures"], totals["errors"])]
-    return "\n".join(head + body + ["</testsuites>"]) + "\n"
-
-
-@functools.lru_cache(maxsize=8192)
-def _qa_text(text):
-    return quoteattr(xml_safe(text))
-
-
-def _qa(value):
-    # A fleet repeats the same rule names and messages thousands of times: escape each once.
-    return _qa_text(value) if isinstance(value, str) else quoteattr(xml_safe(value))
-
-
-@functools.lru_cache(maxsize=8192)
-def _xe_text(text):
-    return escape(xml_safe(text))
-
-
-def _xe(value):
-    return _xe_text(value) if isinstance(value, str) else escape(xml_safe(value))
-
-
-def _finalize(value):
-    """Jinja finalize: None prints as nothing, text is made XML/HTML-safe before autoescaping
-    (markup that templates produce themselves, e.g. included drawings, passes unchanged)."""
-    kind = type(value)
-    if kind is int or kind is Markup:
-        return value
-    if kind is str:
-        return value if _XML_BAD.search(value) is None else xml_safe(value)
-    if value is None:
-        return ""
-    return xml_safe(value)
-
-
-_ENV = {}
-
-
-def jinja_env(directory=TEMPLATES):
-    """The Jinja2 environment for report templates: templates loaded from ``directory`` (by default
-    the collection's plugins/plugin_utils/templates), autoescape on for every template, undefined
-    names are errors, None prints as nothing and forbidden characters are escaped (xml_safe)."""
-    if directory not in _ENV:
-        import jinja2
-        _ENV[directory] = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(directory), autoescape=True, undefined=jinja2.StrictUndefined,
-            finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    return _ENV[directory]
-
-
-def render(template, **context):
-    """Render one report template of the collection with ``context``."""
-    return jinja_env().get_template(template).render(**context)
-
-
-@contextlib.contextmanager
-def _dir_lock(directory):
-    """An exclusive flock on ``directory``'s LOCK_NAME. The lock file is opened without following
-    a symbolic link (O_NOFOLLOW: another user's ``.dlrack-report.lock -> /etc/nologin`` must not
-    make root create or open that file) and must be a regular file; otherwise ReportWriteError."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    path = os.path.join(directory, LOCK_NAME)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | \
-        getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise ReportWriteError("the report lock %s is a symbolic link (to %s); the reports never follow "
-                                   "a link there: remove it (rm %s) or choose another dlrack_report_dir"
-                                   % (path, ascii(os.readlink(path)), path))
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReportWriteError("the report lock %s is not a regular file; remove it or choose another "
-                                   "dlrack_report_dir" % path)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-class _Terminated(BaseException):
-    """A signal while a report set is being written: the temporary files are removed first."""
-
-
-@contextlib.contextmanager
-def _termination_raises():
-    """While the body runs, SIGINT, SIGTERM and SIGHUP raise _Terminated, so that the caller's
-    ``except BaseException`` removes its temporary files and then calls _deliver_again() with the
-    list this yields: the run still ends the way it was asked to, with the handler it had (an
-    Ansible worker's handler for SIGINT/SIGTERM exits at once, os._exit, with no cleanup). Only the
-    main thread can set handlers; elsewhere this does nothing."""
-    caught, previous = [], {}
-
-    def handler(signum, dummy_frame):
-        if not caught:
-            caught.append((signum, previous.get(signum)))
-        raise _Terminated(signum)
-
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        previous = {}
-    try:
-        yield caught
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def _deliver_again(caught):
-    for signum, dummy in caught[:1]:
-        os.kill(os.getpid(), signum)
-
-
-def _problem(exc):
-    return exc.strerror or str(exc)
-
-
-def prepare_dir(directory, what="dlrack_report_dir"):
-    """Create ``directory`` if needed; ReportWriteError naming it (and ``what`` sets it) when it is
-    empty, is a file, or cannot be created or written."""
-    if directory is None or not str(directory).strip():
-        raise ReportWriteError("%s is empty: set it to the directory where the reports go (e.g. -e %s=reports)"
-                               % (what, what))
-    directory = str(directory)
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise ReportWriteError("the report directory %s (%s) is not a directory; set %s to a directory"
-                               % (directory, what, what))
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise ReportWriteError("cannot create the report directory %s (%s): %s; set %s to a writable directory"
-                               % (directory, what, _problem(exc), what))
-    if not os.path.isdir(directory):
-        raise ReportWriteError("the report directory %s (%s) is not a directory; set %s to a directory"
-                               % (directory, what, what))
-    return directory
-
-
-def write_file_set(directory, files, what="dlrack_report_dir", mode=0o644):
-    """Write ``files`` ({file name: text}) into ``directory`` as one set and return {name: path}.
-
-    Every file is first written in full to a temporary file in the same directory; then, under an
-    exclusive lock on the directory's ``.dlrack-report.lock``, all temporary files are renamed into
-    place. Readers never see a half-written file, and when two runs write the same directory at the
-    same time the set that stays is one run's complete set, never a mix. Any failure raises
-    ReportWriteError naming the path (``what`` names the setting that chose it); no temporary file
-    is left behind."""
-    directory = prepare_dir(directory, what)
-    tmps = []
-    caught = []
-    try:
-        # an interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no temporary file behind
-        with _termination_raises() as caught:
-            for name, text in files.items():
-                fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=directory)
-                tmps.append((name, tmp))
-                with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-                    fh.write(text)
-                os.chmod(tmp, mode)
-            with _dir_lock(directory):
-                for name, tmp in tmps:
-                    os.replace(tmp, os.path.join(directory, name))
-    except OSError as exc:
-        _cleanup(tmps)
-        raise ReportWriteError("cannot write the reports in %s (%s): %s; set %s to a writable directory"
-                               % (directory, exc.filename or directory, _problem(exc), what))
-    except BaseException:
-        _cleanup(tmps)
-        _deliver_again(caught)
-        raise
-    return {name: os.path.join(directory, name) for name in files}
-
-
-def _cleanup(tmps):
-    for dummy, tmp in tmps:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-def atomic_write(path, text, mode=0o644):
-    """Replace one file atomically (write_file_set with a single file)."""
-    return write_file_set(os.path.dirname(path) or ".", {os.path.basename(path): text}, what=path, mode=mode)[
-        os.path.basename(path)]
 
 
 # ---------------------------------------------------------------------------------- JSON, JUnit
@@ -525,7 +146,13 @@ def _shared_suite(shared, host, res, warnings, properties):
 
 
 def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
-    """One testsuite per host. Each error finding is its own failing testcase; warnings are
+    """report.xml as text: junit_suites() rendered (what reports.junit_writer writes)."""
+    suites, name, properties = junit_suites(results, summary, drift, warnings, run_id)
+    return junit_xml(suites, name=name, properties=properties)
+
+
+def junit_suites(results, summary, drift=None, warnings="skipped", run_id=None):
+    """(suites, name, properties) of report.xml for common.junit_xml. One testsuite per host. Each error finding is its own failing testcase; warnings are
     ``warnings``: "skipped" (default: a skipped case whose message starts with "warning:"),
     "failed" (a failure of type warning) or "passed" (a passing case). Rules that hold are one
     passing case each; rules not checked are skipped. Drift changes are one failure each."""
@@ -563,7 +190,7 @@ def build_junit(results, summary, drift=None, warnings="skipped", run_id=None):
         suites.append({"name": host, "cases": cases})
     if not suites:
         suites.append({"name": "dlrack.node preflight (no hosts)", "cases": []})
-    return junit_xml(suites, name="dlrack.node preflight", properties=properties)
+    return suites, "dlrack.node preflight", properties
 
 
 CONSOLE_MAX_LINES = 2000    # a fleet's console summary (an AWX job's stdout) stays this long at most
@@ -1026,7 +653,13 @@ def _matrix_rows(views):
 
 
 def build_html(results, summary, drift=None, title=None, run_id=None):
-    """The HTML page (report.html.j2): the headline and the failures grouped by rule and finding
+    """report.html as text: html_page() rendered (what reports.html_writer writes)."""
+    template, context = html_page(results, summary, drift, title, run_id)
+    return render(template, **context)
+
+
+def html_page(results, summary, drift=None, title=None, run_id=None):
+    """(template, context) of the HTML page (report.html.j2): the headline and the failures grouped by rule and finding
     (a count and the hosts in Slurm hostlist form, every host a link behind it), the fleet matrix
     (host column pinned, failing rules first, a symbol in every cell and a legend; one row per
     outcome pattern beyond MATRIX_HOSTS hosts), drift, then one section per distinct host content
@@ -1061,7 +694,7 @@ def build_html(results, summary, drift=None, title=None, run_id=None):
     drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
     error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
                   for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
-    return render("report.html.j2", title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
+    return "report.html.j2", dict(title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
                   rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
                           "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
                   rows=_matrix_rows(views), sections=_sections(views), failures=failures, cards=cards,
@@ -1072,14 +705,22 @@ def build_html(results, summary, drift=None, title=None, run_id=None):
                   names_inline=NAMES_INLINE, symbols=SYMBOLS, legend=LEGEND)
 
 
+def report_set(results, summary, drift=None, meta=None, junit_warnings="skipped", run_id=None):
+    """The pre-flight's report set (reports.ReportSet; with ``drift``, the drift check's): report.json's
+    document, the JUnit suites and the HTML page, all three carrying the same run id."""
+    run_id = run_id or new_run_id()
+    return reports.ReportSet(
+        "drift" if drift is not None else "preflight",
+        doc=lambda: build_json(results, summary, drift, meta, run_id=run_id),
+        junit=lambda: junit_suites(results, summary, drift, warnings=junit_warnings, run_id=run_id),
+        page=lambda: html_page(results, summary, drift, run_id=run_id), json_line_per=("hosts", "drift"))
+
+
 def write_reports(report_dir, results, summary, drift=None, meta=None, prefix="report", junit_warnings="skipped",
-                  what="dlrack_report_dir"):
-    """Write PREFIX.json, PREFIX.xml and PREFIX.html into report_dir as one set (write_file_set),
-    all three carrying the same run id; return {"json"|"xml"|"html": path}. ReportWriteError when
-    the directory is empty, not a directory or not writable."""
-    run_id = new_run_id()
-    texts = {"json": strict_json_document(build_json(results, summary, drift, meta, run_id=run_id)),
-             "xml": build_junit(results, summary, drift, warnings=junit_warnings, run_id=run_id),
-             "html": build_html(results, summary, drift, run_id=run_id)}
-    paths = write_file_set(report_dir, {"%s.%s" % (prefix, ext): text for ext, text in texts.items()}, what=what)
-    return {ext: paths["%s.%s" % (prefix, ext)] for ext in texts}
+                  what="dlrack_report_dir", only=None):
+    """Write PREFIX.<format> for every registered format (reports.WRITERS: json, xml, html; ``only``:
+    some of them) into report_dir as one set (reports.write_set), all carrying the same run id;
+    return {format: path}. ReportWriteError when the directory is empty, not a directory or not
+    writable."""
+    return reports.write_set(report_dir, report_set(results, summary, drift, meta, junit_warnings), prefix, only=only,
+                             what=what)

@@ -22,6 +22,7 @@ import os
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import failed_hosts
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import write_reports
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports import paths_line
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import SEVERITIES, summarize
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
 
@@ -203,9 +204,10 @@ def _public_equal(a, b):
 
 
 def merge_report_files(paths, report_dir, prefix="report", junit_warnings="skipped", what="dlrack_report_dir"):
-    """Read the slices' report.json files, merge them and write PREFIX.{json,xml,html} into
-    ``report_dir`` with report.py's writers. Returns {"hosts", "summary", "failed_hosts",
-    "report_paths", "lines"}; MergeError for bad inputs, ReportWriteError for the directory."""
+    """Read the slices' report.json files, merge them and write PREFIX.<format> into ``report_dir``
+    with the reports package's writers (every registered format, as the pre-flight writes them).
+    Returns {"hosts", "summary", "failed_hosts", "report_paths", "lines"}; MergeError for bad
+    inputs, ReportWriteError for the directory."""
     merged = merge_reports([(p, load_report(p)) for p in paths])
     meta = merged["meta"]
     paths_out = write_reports(report_dir, merged["results"], merged["summary"], drift=merged["drift"], meta=meta,
@@ -214,7 +216,7 @@ def merge_report_files(paths, report_dir, prefix="report", junit_warnings="skipp
     s = merged["summary"]
     lines = ["dlrack.node report merge: %d input(s), %d host(s): %d pass, %d warn, %d fail"
              % (len(paths), s["hosts"], s["pass"], s["warn"], s["fail"]),
-             "reports: " + ", ".join(paths_out[k] for k in ("html", "json", "xml"))]
+             paths_line(paths_out)]
     return {"hosts": s["hosts"], "summary": s, "failed_hosts": failed, "report_paths": paths_out,
             "fail_on": meta["fail_on"], "fail_on_hosts": meta.get("fail_on_hosts") or {},
             "lines": [console(line) for line in lines]}

@@ -308,7 +308,7 @@ def test_concurrent_writers_leave_one_complete_set(tmp_path, monkeypatch):
         calls.append(dst)
         if len(calls) == 1:
             time.sleep(0.3)
-    monkeypatch.setattr(report.os, "replace", slow_replace)
+    monkeypatch.setattr(os, "replace", slow_replace)   # the os module the reports package writes with
     results, summary = evaluate_fleet({"good": collect_host_inputs("good", {"dlrack_hw": GOOD})})
     errors = []
 
