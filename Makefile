@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 REPORT_DIR ?= reports/example
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv test-deps lint unit molecule image clean bench mutate sanity units-ansible-test
+.PHONY: demo test venv test-deps lint unit molecule image clean bench mutate sanity units-ansible-test docs
 
 venv:
 	./scripts/bootstrap.sh
@@ -49,6 +49,12 @@ units-ansible-test: venv
 
 image:
 	./scripts/build-image.sh
+
+## make docs: rewrite the generated documentation: docs/roles.md (the roles' argument specs) and the rules
+## and profiles tables of README.md and docs/dlrack_hw.md (the rule registry); unit tests fail when they are stale.
+docs: venv
+	python scripts/gen-role-docs.py
+	python scripts/gen-rule-docs.py
 
 bench: venv
 	python benchmarks/run.py

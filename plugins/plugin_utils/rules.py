@@ -31,7 +31,7 @@ __metaclass__ = type
 import math
 import marshal
 
-from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
+from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue, gpu_packages
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import assess_ecc
@@ -43,18 +43,29 @@ _REGISTRY = []
 
 
 class Rule(object):
-    """One rule: stable id, one-line title, severity when it fails (training profile), check."""
+    """One rule: stable id, one-line title (the reports), severity when it fails (training
+    profile), the text of its row in the documentation's rules table, and its check."""
 
-    __slots__ = ("id", "title", "severity", "check")
+    __slots__ = ("id", "title", "severity", "doc", "check")
 
-    def __init__(self, rule_id, title, severity, check):
-        self.id, self.title, self.severity, self.check = rule_id, title, severity, check
+    def __init__(self, rule_id, title, severity, doc, check):
+        self.id, self.title, self.severity, self.doc, self.check = rule_id, title, severity, doc, check
+
+    def run(self, ctx):
+        """Judge ``ctx``: the check reports through ``ctx.report``/``ctx.skip`` under this rule's id."""
+        ctx.rule = self.id
+        self.check(ctx)
 
 
-def rule(rule_id, title, severity):
-    """Register the decorated ``check(ctx)`` as the rule ``rule_id``."""
+def rule(rule_id, title, severity, doc):
+    """Register the decorated ``check(ctx)`` as the rule ``rule_id``. ``doc`` is its row in the
+    rules table of README.md and docs/dlrack_hw.md (``scripts/gen_docs.py`` writes them);
+    ``{threshold}`` in it stands for that threshold's default."""
+    if severity not in SEVERITIES[:3] or any(r.id == rule_id for r in _REGISTRY):
+        raise ValueError("rule %r: a new id and a severity of error, warning or info" % (rule_id,))
+
     def register(check):
-        _REGISTRY.append(Rule(rule_id, title, severity, check))
+        _REGISTRY.append(Rule(rule_id, title, severity, doc, check))
         return check
     return register
 
@@ -230,13 +241,16 @@ class _Ctx(object):
         self.sev = severity
         self.findings = []
         self.hw = self.th = self.declared = self.workload = self.archive = None
+        self.rule = None            # the id of the rule being run (Rule.run sets it)
         self.notes = {}
         self.problems = []          # (Problem, remedy) for inventory.schema
         self._disks = None
 
-    def report(self, rule_id, level, observed, required, message, remedy=None):
-        """``level``: pass (info), fail (the rule's severity) or warn (cannot verify / below the
-        recommendation: a warning at most). A rule switched off reports nothing."""
+    def report(self, level, observed, required, message, remedy=None):
+        """A finding of the rule being run (``self.rule``). ``level``: pass (info), fail (the
+        rule's severity) or warn (cannot verify / below the recommendation: a warning at most).
+        A rule switched off reports nothing."""
+        rule_id = self.rule
         configured = self.sev[rule_id]
         if configured == "off":
             return
@@ -251,9 +265,10 @@ class _Ctx(object):
             self._disks = classify_disks(self.hw, self.th["data_disk_min_gb"])
         return self._disks
 
-    def skip(self, rule_id, message):
-        if self.sev[rule_id] != "off":
-            self.findings.append({"rule": rule_id, "severity": "info", "observed": None, "required": None,
+    def skip(self, message):
+        """The rule being run could not be checked: an info finding saying why."""
+        if self.sev[self.rule] != "off":
+            self.findings.append({"rule": self.rule, "severity": "info", "observed": None, "required": None,
                                   "message": "not checked: " + message, "remedy": None, "skipped": True})
 
 
@@ -380,10 +395,13 @@ def _g(num):
 # The rules, in report order
 # --------------------------------------------------------------------------------------------
 
-@rule("inventory.schema", "the dlrack_hw document and the host's dlrack_* settings are well formed", "error")
+@rule("inventory.schema", "the dlrack_hw document and the host's dlrack_* settings are well formed", "error",
+      doc="the `dlrack_hw` document and the host's `dlrack_*` settings are well formed (types, enums, known "
+          "keys; the host, field, value and what is expected are named, and a bad value is treated as unknown / "
+          "the default, so the other rules still judge the host)")
 def _check_schema(ctx):
     for problem, remedy in ctx.problems:
-        ctx.report("inventory.schema", "fail", problem.observed(), problem.expected,
+        ctx.report("fail", problem.observed(), problem.expected,
                    "host %s: %s" % (ctx.name, problem.message()), remedy)
     if ctx.hw is None:
         return
@@ -393,58 +411,63 @@ def _check_schema(ctx):
         if amb:
             model = ctx.hw["cpu"]["model"] if key == "cpu" else ctx.hw["gpus"][0].get("model")
             candidates = amb.get("candidates") or ["?"]
-            ctx.report("inventory.schema", "warn", model, "one of: %s" % ", ".join(candidates),
+            ctx.report("warn", model, "one of: %s" % ", ".join(candidates),
                        "host %s: %s is ambiguous in the catalogue (%s); figures that differ between them are "
                        "unknown" % (ctx.name, what, ", ".join(candidates)),
                        "declare the exact model, e.g. %r" % candidates[0])
     if not ctx.problems:
-        ctx.report("inventory.schema", "pass", "schema %d" % (ctx.hw.get("schema") or 1), "schema 1",
+        ctx.report("pass", "schema %d" % (ctx.hw.get("schema") or 1), "schema 1",
                    "%s hardware description is well formed" % ctx.hw["source"])
 
 
-@rule("gpu.present", "the node has at least the expected number of GPUs", "error")
+@rule("gpu.present", "the node has at least the expected number of GPUs", "error",
+      doc="the node has at least `min_gpus` ({min_gpus}) NVIDIA or AMD GPUs, found from PCI sysfs even without "
+          "a driver")
 def _check_gpu_present(ctx):
     need = ctx.th["min_gpus"]
     if ctx.hw["gpus"] is None:
-        ctx.report("gpu.present", "warn", None, ">= %d" % need, "the GPUs are not declared (unknown)",
+        ctx.report("warn", None, ">= %d" % need, "the GPUs are not declared (unknown)",
                    "declare dlrack_hw.gpus (model and count, or [] for none) or gather the host")
         return
     n = len(ctx.hw["gpus"])
-    ctx.report("gpu.present", "pass" if n >= need else "fail", n, ">= %d" % need,
+    ctx.report("pass" if n >= need else "fail", n, ">= %d" % need,
                "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) and no AMD GPU "
                "(0x1002, Hygon 0x1d94) on this node",
                "install the GPUs, check they are seated and visible in lspci, or set "
                "dlrack_thresholds.min_gpus: 0 for a node that is meant to have none")
 
 
-@rule("cpu.cores_exceed_gpus", "physical CPU cores > GPUs; >= recommended cores per GPU", "error")
+@rule("cpu.cores_exceed_gpus", "physical CPU cores > GPUs; >= recommended cores per GPU", "error",
+      doc="physical CPU cores (all sockets) > number of GPUs; below `recommended_cores_per_gpu` "
+          "({recommended_cores_per_gpu}) per GPU is a warning")
 def _check_cores(ctx):
     n = len(ctx.hw["gpus"] or [])
     cores = ctx.hw["cpu"].get("cores")
     rec = ctx.th["recommended_cores_per_gpu"]
-    rid = "cpu.cores_exceed_gpus"
     if cores is None:
-        ctx.report(rid, "warn", None, "> %d" % n, "physical core count is unknown",
+        ctx.report("warn", None, "> %d" % n, "physical core count is unknown",
                    "declare cpu.model (in the catalogue) or cpu.cores")
     elif n == 0:
-        ctx.report(rid, "pass", cores, "> 0", "%d cores, no GPU to feed" % cores)
+        ctx.report("pass", cores, "> 0", "%d cores, no GPU to feed" % cores)
     elif cores <= n:
-        ctx.report(rid, "fail", cores, "> %d" % n,
+        ctx.report("fail", cores, "> %d" % n,
                    "%d physical cores for %d GPUs: fewer cores than GPUs starves every dataloader" % (cores, n),
                    "use a CPU with at least %s cores (%s per GPU recommended) or fewer GPUs per node"
                    % (_g(n * rec), _g(rec)))
     elif cores < n * rec:
-        ctx.report(rid, "warn", cores, ">= %s (%s per GPU)" % (_g(n * rec), _g(rec)),
+        ctx.report("warn", cores, ">= %s (%s per GPU)" % (_g(n * rec), _g(rec)),
                    "%d physical cores for %d GPUs is %.1f per GPU, below the recommended %s"
                    % (cores, n, cores / float(n), _g(rec)),
                    "choose a CPU with >= %s cores in total, or lower dlrack_thresholds."
                    "recommended_cores_per_gpu if the dataloaders are light" % _g(n * rec))
     else:
-        ctx.report(rid, "pass", cores, ">= %s" % _g(n * rec),
+        ctx.report("pass", cores, ">= %s" % _g(n * rec),
                    "%d physical cores for %d GPUs (%.1f per GPU)" % (cores, n, cores / float(n)))
 
 
-@rule("cpu.pcie_lanes", "CPU PCIe lanes >= 16 x GPUs", "error")
+@rule("cpu.pcie_lanes", "CPU PCIe lanes >= 16 x GPUs", "error",
+      doc="CPU-provided PCIe lanes (all sockets) >= {pcie_lanes_per_gpu} x GPUs (`pcie_lanes_per_gpu`); unknown "
+          "CPU model = warning \"cannot verify\", never a silent pass")
 def _check_lanes(ctx):
     n = len(ctx.hw["gpus"] or [])
     per = ctx.th["pcie_lanes_per_gpu"]
@@ -453,15 +476,15 @@ def _check_lanes(ctx):
     lanes = ctx.hw["cpu"].get("pcie_lanes")
     model = ctx.hw["cpu"].get("model")
     if n == 0:
-        ctx.skip("cpu.pcie_lanes", "no GPUs")
+        ctx.skip("no GPUs")
     elif lanes is None:
-        ctx.report("cpu.pcie_lanes", "warn", None, ">= %d" % need,
+        ctx.report("warn", None, ">= %d" % need,
                    "cannot verify: CPU model %r is not in the catalogue and cpu.pcie_lanes is not declared"
                    % (model,) if model else "cannot verify: the CPU model is unknown",
                    "declare dlrack_hw.cpu.pcie_lanes for this platform, or add the model to the catalogue")
     else:
         src = ctx.notes.get("cpu.pcie_lanes")
-        ctx.report("cpu.pcie_lanes", "pass" if lanes >= need else "fail",
+        ctx.report("pass" if lanes >= need else "fail",
                    "%d%s" % (lanes, " (%s)" % src if src else ""), ">= %d (x%d per GPU)" % (need, per),
                    "%d CPU PCIe lanes for %d GPUs (%d needed for x%d each)" % (lanes, n, need, per) if packages == n else
                    "%d CPU PCIe lanes for %d GPUs in %d packages (%d needed for x%d per package)"
@@ -470,14 +493,16 @@ def _check_lanes(ctx):
                    "or fewer GPUs per node")
 
 
-@rule("gpu.pcie_link", "every GPU's link width equals its maximum", "error")
+@rule("gpu.pcie_link", "every GPU's link width equals its maximum", "error",
+      doc="every GPU's negotiated link **width** equals its maximum (x16); the link **speed** at idle is not a "
+          "fault (GPUs downshift to 2.5 GT/s when idle)")
 def _check_pcie_link(ctx):
     gpus = ctx.hw["gpus"] or []
     if not gpus:
-        ctx.skip("gpu.pcie_link", "no GPUs")
+        ctx.skip("no GPUs")
         return
     if ctx.hw["source"] == "declared":
-        ctx.skip("gpu.pcie_link", "negotiated link width is only known once the host is gathered")
+        ctx.skip("negotiated link width is only known once the host is gathered")
         return
     bad, unknown, ok = [], [], []
     for g in gpus:
@@ -490,16 +515,16 @@ def _check_pcie_link(ctx):
         else:
             ok.append(w)
     if bad:
-        ctx.report("gpu.pcie_link", "fail", "; ".join(bad), "width = width_max (x16)",
+        ctx.report("fail", "; ".join(bad), "width = width_max (x16)",
                    "%d GPU(s) negotiated a narrower link than they support: %s" % (len(bad), "; ".join(bad)),
                    "reseat the card, move it to an x16 slot, check riser/bifurcation settings in the BIOS "
                    "(the idle link SPEED downshift to 2.5 GT/s is normal; the WIDTH must not drop)")
     if unknown:
-        ctx.report("gpu.pcie_link", "warn", "unknown for " + ", ".join(unknown), "width = width_max",
+        ctx.report("warn", "unknown for " + ", ".join(unknown), "width = width_max",
                    "cannot verify the link width of %s (no sysfs link files: VM pass-through or vGPU?)"
                    % ", ".join(unknown), "check the link on the hypervisor host")
     if not bad and not unknown:
-        ctx.report("gpu.pcie_link", "pass", "x%s" % "/x".join(str(w) for w in sorted(set(ok))), "width = width_max",
+        ctx.report("pass", "x%s" % "/x".join(str(w) for w in sorted(set(ok))), "width = width_max",
                    "all %d GPU links at their full width" % len(ok))
 
 
@@ -513,72 +538,76 @@ def _unknown_memory(ram, gpus):
     return "GPU memory (model %r not in the catalogue)" % next(g.get("model") for g in gpus if g.get("memory_mb") is None)
 
 
-@rule("memory.exceeds_vram", "system RAM > total GPU memory; >= 2x recommended", "error")
+@rule("memory.exceeds_vram", "system RAM > total GPU memory; >= 2x recommended", "error",
+      doc="system RAM > {ram_to_vram_min} x total GPU memory (`ram_to_vram_min`); below "
+          "{ram_to_vram_recommended} x total GPU memory (`ram_to_vram_recommended`) is a warning")
 def _check_ram(ctx):
     gpus = ctx.hw["gpus"] or []
     ram = ctx.hw["memory"].get("total_mb")
     if not gpus:
-        ctx.skip("memory.exceeds_vram", "no GPUs")
+        ctx.skip("no GPUs")
         return
     if all((g.get("_spec") or {}).get("unified_memory") for g in gpus):
-        ctx.skip("memory.exceeds_vram", "the GPUs are APUs (%s): CPU and GPU share the same HBM, so system RAM "
+        ctx.skip("the GPUs are APUs (%s): CPU and GPU share the same HBM, so system RAM "
                  "is not separate from GPU memory" % gpus[0].get("model"))
         return
     mems = [g.get("memory_mb") for g in gpus]
     vram = None if None in mems else sum(mems)
     if ram is None or vram is None:
-        ctx.report("memory.exceeds_vram", "warn", _gib(ram), "> %s" % _gib(vram),
+        ctx.report("warn", _gib(ram), "> %s" % _gib(vram),
                    "cannot verify: %s unknown" % _unknown_memory(ram, gpus),
                    "declare memory.total_mb and the GPU model or memory_mb")
         return
     lo, rec = ctx.th["ram_to_vram_min"], ctx.th["ram_to_vram_recommended"]
     if ram <= vram * lo:
-        ctx.report("memory.exceeds_vram", "fail", _gib(ram), "> %s" % _gib(vram * lo),
+        ctx.report("fail", _gib(ram), "> %s" % _gib(vram * lo),
                    "system RAM %s is not more than the GPUs' %s: pinned buffers, dataset caching and "
                    "checkpoint staging will swap" % (_gib(ram), _gib(vram)),
                    "install at least %s of RAM (%s recommended)" % (_gib(vram * lo), _gib(vram * rec)))
     elif ram < vram * rec:
-        ctx.report("memory.exceeds_vram", "warn", _gib(ram), ">= %s (%gx GPU memory)" % (_gib(vram * rec), rec),
+        ctx.report("warn", _gib(ram), ">= %s (%gx GPU memory)" % (_gib(vram * rec), rec),
                    "system RAM %s is %.2fx the GPUs' %s, below the recommended %gx"
                    % (_gib(ram), ram / float(vram), _gib(vram), rec),
                    "add RAM to reach %s" % _gib(vram * rec))
     else:
-        ctx.report("memory.exceeds_vram", "pass", _gib(ram), ">= %s" % _gib(vram * rec),
+        ctx.report("pass", _gib(ram), ">= %s" % _gib(vram * rec),
                    "system RAM %s is %.1fx GPU memory %s" % (_gib(ram), ram / float(vram), _gib(vram)))
 
 
-@rule("memory.ecc", "ECC memory", "error")
+@rule("memory.ecc", "ECC memory", "error",
+      doc="ECC memory (dmidecode \"Multi-bit ECC\" or \"Single-bit ECC\"; \"None\" fails); unknown = warning")
 def _check_ecc(ctx):
     ecc = ctx.hw["memory"].get("ecc")
     if ecc in ("multi-bit", "single-bit"):
-        ctx.report("memory.ecc", "pass", ecc, "multi-bit or single-bit ECC", "memory reports %s ECC" % ecc)
+        ctx.report("pass", ecc, "multi-bit or single-bit ECC", "memory reports %s ECC" % ecc)
     elif ecc == "none":
-        ctx.report("memory.ecc", "fail", "none", "ECC", "the memory has no ECC: bit flips silently corrupt "
+        ctx.report("fail", "none", "ECC", "the memory has no ECC: bit flips silently corrupt "
                    "week-long runs and checkpoints", "use registered ECC DIMMs on a platform that supports them")
     else:
-        ctx.report("memory.ecc", "warn", ecc or "unknown", "ECC",
+        ctx.report("warn", ecc or "unknown", "ECC",
                    "cannot verify ECC: dmidecode type 16 not available (not root, a VM, or not declared)",
                    "run the preflight with become: true on the real host, or declare memory.ecc")
 
 
-@rule("memory.edac_active", "an EDAC driver reports memory errors", "warning")
+@rule("memory.edac_active", "an EDAC driver reports memory errors", "warning",
+      doc="an EDAC memory-controller driver is loaded where ECC DIMMs exist (otherwise errors go unseen)")
 def _check_edac(ctx):
     ecc = ctx.hw["memory"].get("ecc")
     edac = ctx.hw["memory"].get("edac")
     if ctx.hw["source"] == "declared":
-        ctx.skip("memory.edac_active", "EDAC drivers are only known once the host is gathered")
+        ctx.skip("EDAC drivers are only known once the host is gathered")
     elif ecc not in ("multi-bit", "single-bit") and edac:
-        ctx.report("memory.edac_active", "pass", edac.get("driver"), "an EDAC driver",
+        ctx.report("pass", edac.get("driver"), "an EDAC driver",
                    "EDAC driver %s active" % edac.get("driver"))
     elif ecc not in ("multi-bit", "single-bit"):
-        ctx.report("memory.edac_active", "warn", "no EDAC", "an EDAC driver where ECC DIMMs exist",
+        ctx.report("warn", "no EDAC", "an EDAC driver where ECC DIMMs exist",
                    "memory error reporting state is unknown (no ECC reported and no EDAC memory controller)",
                    "apply the ecc_monitor role; on bare metal with ECC DIMMs load the platform EDAC driver")
     elif edac and (edac.get("controllers") or 0) > 0:
-        ctx.report("memory.edac_active", "pass", edac.get("driver"), "an EDAC driver",
+        ctx.report("pass", edac.get("driver"), "an EDAC driver",
                    "EDAC driver %s reports %s memory controller(s)" % (edac.get("driver"), edac.get("controllers")))
     else:
-        ctx.report("memory.edac_active", "fail", "none loaded", "an EDAC memory-controller driver",
+        ctx.report("fail", "none loaded", "an EDAC memory-controller driver",
                    "ECC DIMMs are installed but no EDAC driver is loaded: corrected errors go unseen until "
                    "they become uncorrected", "apply the dlrack.node.ecc_monitor role (loads i10nm_edac/skx_edac/"
                    "amd64_edac and rasdaemon)")
@@ -587,18 +616,20 @@ def _check_edac(ctx):
 _ECC_LEVEL = {"error": "fail", "warning": "warn", "info": "pass"}
 
 
-@rule("memory.ecc_errors", "no uncorrected memory errors; corrected errors within budget", "error")
+@rule("memory.ecc_errors", "no uncorrected memory errors; corrected errors within budget", "error",
+      doc="no uncorrected memory errors; corrected errors within `ecc_corrected_budget_24h` "
+          "({ecc_corrected_budget_24h} per 24 h)")
 def _check_ecc_errors(ctx):
     """Memory error counts, judged by the ECC policy the node collector uses (ecc_policy)."""
     edac = ctx.hw["memory"].get("edac")
     if ctx.hw["source"] == "declared":
-        ctx.skip("memory.ecc_errors", "error counters are only known once the host is gathered")
+        ctx.skip("error counters are only known once the host is gathered")
         return
     if not edac:
-        ctx.skip("memory.ecc_errors", "no EDAC counters (see memory.edac_active)")
+        ctx.skip("no EDAC counters (see memory.edac_active)")
         return
     for f in assess_ecc(edac, uptime_s=ctx.hw.get("uptime_s"), budget_24h=ctx.th["ecc_corrected_budget_24h"]):
-        ctx.report("memory.ecc_errors", _ECC_LEVEL[f["severity"]], f["observed"], f["required"], f["message"],
+        ctx.report(_ECC_LEVEL[f["severity"]], f["observed"], f["required"], f["message"],
                    f["remedy"])
 
 
@@ -660,10 +691,12 @@ def _excluded_text(excluded):
     return "; ".join("%s: %s" % (d.get("name") or d.get("kind") or "disk", why) for d, why in excluded[:8])
 
 
-@rule("storage.nvme_hot_cache", "NVMe for the hot training-data cache", "error")
+@rule("storage.nvme_hot_cache", "NVMe for the hot training-data cache", "error",
+      doc="at least one data NVMe (not the system disk) for the hot training-data cache; SATA/HDD as hot tier "
+          "is a warning")
 def _check_hot_cache(ctx):
     if ctx.hw["disks"] is None:
-        ctx.report("storage.nvme_hot_cache", "warn", None, ">= 1 NVMe", "disks are not declared",
+        ctx.report("warn", None, ">= 1 NVMe", "disks are not declared",
                    "declare dlrack_hw.disks")
         return
     disks = ctx.disks()
@@ -671,34 +704,35 @@ def _check_hot_cache(ctx):
               (("ssd", "SATA/SAS SSD"), ("hdd", "HDD"), ("virtual", "virtual disk(s)")) if disks[k]]
     system_nvme = [d for d, why in disks["excluded"] if d.get("kind") == "nvme" and why == "system disk"]
     if disks["nvme"]:
-        ctx.report("storage.nvme_hot_cache", "pass", "%d NVMe" % len(disks["nvme"]), ">= 1 NVMe (not the system disk)",
+        ctx.report("pass", "%d NVMe" % len(disks["nvme"]), ">= 1 NVMe (not the system disk)",
                    "%d NVMe device(s) for the hot cache" % len(disks["nvme"]))
     elif others or system_nvme:
         what = ", ".join("%d %s" % o for o in others) + ", no data NVMe" if others else "only the system NVMe"
-        ctx.report("storage.nvme_hot_cache", "warn", what, ">= 1 NVMe (not the system disk)",
+        ctx.report("warn", what, ">= 1 NVMe (not the system disk)",
                    "no data NVMe: the hot training-data cache would sit on %s; the GPUs will wait for data"
                    % ("SATA/HDD or virtual disks" if others else "the system disk"), "add NVMe drives for the hot tier")
     else:
-        ctx.report("storage.nvme_hot_cache", "fail", "no data disk" + (
+        ctx.report("fail", "no data disk" + (
                    " (%s)" % _excluded_text(disks["excluded"]) if disks["excluded"] else ""), ">= 1 NVMe",
                    "no local data disk at all", "add NVMe drives for the hot training-data cache")
 
 
-@rule("storage.hdd_cold_archive", "an HDD array or external archive for cold data", "warning")
+@rule("storage.hdd_cold_archive", "an HDD array or external archive for cold data", "warning",
+      doc="an HDD array (or a declared external archive, `dlrack_external_archive`) for cold data")
 def _check_cold_archive(ctx):
     if ctx.hw["disks"] is None and not ctx.archive:
-        ctx.report("storage.hdd_cold_archive", "warn", None, "an HDD array", "disks are not declared",
+        ctx.report("warn", None, "an HDD array", "disks are not declared",
                    "declare dlrack_hw.disks or dlrack_external_archive")
         return
     hdds = ctx.disks()["hdd"]
     if hdds:
-        ctx.report("storage.hdd_cold_archive", "pass", "%d HDD" % len(hdds), "an HDD array",
+        ctx.report("pass", "%d HDD" % len(hdds), "an HDD array",
                    "%d HDD(s) for the cold archive" % len(hdds))
     elif ctx.archive:
-        ctx.report("storage.hdd_cold_archive", "pass", "external: %s" % ctx.archive, "an HDD array or archive",
+        ctx.report("pass", "external: %s" % ctx.archive, "an HDD array or archive",
                    "cold data goes to the external archive %s" % ctx.archive)
     else:
-        ctx.report("storage.hdd_cold_archive", "fail", "no HDD", "an HDD array or dlrack_external_archive",
+        ctx.report("fail", "no HDD", "an HDD array or dlrack_external_archive",
                    "no HDD array and no external archive declared for raw datasets, weights and logs",
                    "add an HDD array (RAID6) or set dlrack_external_archive to the NFS/S3 target")
 
@@ -726,19 +760,22 @@ def _workload_problems(th, kind, params_b, gpus, min_gb):
     return per_gpu_need, problems
 
 
-@rule("gpu.vram_for_workload", "GPU memory fits the declared workload", "error")
+@rule("gpu.vram_for_workload", "GPU memory fits the declared workload", "error",
+      doc="full-parameter training of models >= {large_model_params_b}B (`large_model_params_b`) needs >= "
+          "{large_model_min_vram_gb} GB per GPU (`large_model_min_vram_gb`); the memory estimate for the "
+          "declared workload must fit")
 def _check_workload(ctx):
     gpus = ctx.hw["gpus"] or []
     workload = ctx.workload
     if not workload or not workload.get("model_params_b"):
-        ctx.skip("gpu.vram_for_workload", "no workload declared (dlrack_hw.workload or dlrack_workload)")
+        ctx.skip("no workload declared (dlrack_hw.workload or dlrack_workload)")
         return
     if not gpus:
-        ctx.report("gpu.vram_for_workload", "fail", "no GPU", "GPUs", "a workload is declared but there is no GPU",
+        ctx.report("fail", "no GPU", "GPUs", "a workload is declared but there is no GPU",
                    "declare or install GPUs")
         return
     if any(g.get("memory_mb") is None for g in gpus):
-        ctx.report("gpu.vram_for_workload", "warn", None, None, "cannot verify: GPU memory unknown",
+        ctx.report("warn", None, None, "cannot verify: GPU memory unknown",
                    "declare the GPU model or memory_mb")
         return
     kind = workload.get("kind") or "full_finetune"
@@ -748,19 +785,20 @@ def _check_workload(ctx):
     observed = "%d x %.0f GB" % (len(gpus), min_gb)
     required = "%.0f GB per GPU for %s %gB" % (per_gpu_need, kind, params_b)
     if problems:
-        ctx.report("gpu.vram_for_workload", "fail", observed, required, "; ".join(problems),
+        ctx.report("fail", observed, required, "; ".join(problems),
                    "use 80 GB-class GPUs (A100/H100 80GB, H200), more GPUs to shard over, or LoRA instead of "
                    "full fine-tuning")
     else:
-        ctx.report("gpu.vram_for_workload", "pass", observed, required,
+        ctx.report("pass", observed, required,
                    "%s of %gB fits: %.0f GB per GPU needed, %.0f GB available" % (kind, params_b, per_gpu_need, min_gb))
 
 
-@rule("gpu.interconnect", "NVLink/NVSwitch between GPUs of a multi-GPU node", "warning")
+@rule("gpu.interconnect", "NVLink/NVSwitch between GPUs of a multi-GPU node", "warning",
+      doc="multi-GPU training nodes should have NVLink/NVSwitch (AMD: Infinity Fabric/XGMI)")
 def _check_interconnect(ctx):
     gpus = ctx.hw["gpus"] or []
     if len(gpus) < 2:
-        ctx.skip("gpu.interconnect", "fewer than 2 GPUs")
+        ctx.skip("fewer than 2 GPUs")
         return
     # AMD Instinct: Infinity Fabric (XGMI) links satisfy the rule as NVLink does (issue 21)
     amd = _amd_node(gpus)
@@ -768,15 +806,15 @@ def _check_interconnect(ctx):
     active = [_links_active(g) for g in gpus]
     capable = all(_link_capable(g.get("_spec") or {}) for g in gpus)
     if all(active):
-        ctx.report("gpu.interconnect", "pass", "%s (%d links on GPU0)" % (name, active[0]), want,
+        ctx.report("pass", "%s (%d links on GPU0)" % (name, active[0]), want,
                    "all %d GPUs have active %s" % (len(gpus), name))
     elif all(a is None for a in active) and capable:
-        ctx.report("gpu.interconnect", "pass", "%s-capable model" % name, want,
+        ctx.report("pass", "%s-capable model" % name, want,
                    ("all GPUs are Infinity Fabric models (%s); link state is confirmed once gathered (KFD topology)"
                     if amd else "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi")
                    % gpus[0].get("model"))
     elif all(a is None for a in active) and not all(g.get("model") for g in gpus):
-        ctx.report("gpu.interconnect", "warn", "unknown", want,
+        ctx.report("warn", "unknown", want,
                    "cannot verify XGMI: GPU model unknown (no product name, amd-smi or rocm-smi)" if amd else
                    "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
                    "load the amdgpu driver (ROCm) and gather again" if amd else "install the NVIDIA driver and gather again")
@@ -787,32 +825,33 @@ def _check_interconnect(ctx):
             observed = "%s on %d of %d GPUs" % (name, sum(1 for a in active if a), len(gpus))
         else:
             observed = "PCIe only"
-        ctx.report("gpu.interconnect", "fail", observed, want,
+        ctx.report("fail", observed, want,
                    "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
                    % len(gpus), "prefer OAM Instinct platforms (MI300X/MI325X/MI355X baseboards) or Infinity Fabric "
                    "bridges for PCIe cards" if amd else
                    "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
 
 
-@rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning")
+@rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning",
+      doc="GPU ECC enabled where the card supports it")
 def _check_gpu_ecc(ctx):
     gpus = ctx.hw["gpus"] or []
     off = ["GPU%s" % g.get("index") for g in gpus
            if g.get("ecc_enabled") is False and (g.get("_spec") or {}).get("ecc") is not False]
     amd = _amd_node(gpus)
     if not gpus:
-        ctx.skip("gpu.ecc_mode", "no GPUs")
+        ctx.skip("no GPUs")
     elif off:
-        ctx.report("gpu.ecc_mode", "fail", "disabled on " + ", ".join(off), "enabled",
+        ctx.report("fail", "disabled on " + ", ".join(off), "enabled",
                    "GPU ECC is disabled on %s although the card supports it" % ", ".join(off),
                    "enable RAS for the VRAM (UMC block): amdgpu.ras_enable=1 on the kernel command line and "
                    "ECC on in the board's firmware, then reboot" if amd else
                    "nvidia-smi -e 1 (then reboot or reset the GPUs)")
     elif any(g.get("ecc_enabled") is None for g in gpus):
-        ctx.skip("gpu.ecc_mode", "ECC mode not known (declared, or the driver exposes no RAS features)" if amd else
+        ctx.skip("ECC mode not known (declared, or the driver exposes no RAS features)" if amd else
                  "ECC mode not known (declared, or no nvidia-smi)")
     else:
-        ctx.report("gpu.ecc_mode", "pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
+        ctx.report("pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
 
 
 def _norm_model(name, kind):
@@ -854,27 +893,35 @@ def compare_declared(declared, gathered, th):
     return diffs
 
 
-@rule("inventory.matches_declared", "gathered hardware equals the declaration", "error")
+@rule("inventory.matches_declared", "gathered hardware equals the declaration", "error",
+      doc="gathered hardware equals what the inventory declares (GPU count/model, CPU, RAM within "
+          "`ram_match_tolerance_pct` ({ram_match_tolerance_pct} %), disks)")
 def _check_matches_declared(ctx):
     if ctx.declared is None or ctx.hw["source"] != "gathered":
         return
     dclean, dproblems = check_hw(ctx.declared, strict=True)
     if dclean is None or dproblems:
-        ctx.report("inventory.matches_declared", "warn", None, None,
+        ctx.report("warn", None, None,
                    "the declaration of %s is malformed: %s" % (ctx.name, "; ".join(p.message() for p in dproblems)),
                    "fix dlrack_hw in the inventory")
         return
     diffs = compare_declared(dclean, ctx.hw, ctx.th)
     for field, want, got in diffs:
-        ctx.report("inventory.matches_declared", "fail", got, want, "%s: declared %s, gathered %s" % (field, want, got),
+        ctx.report("fail", got, want, "%s: declared %s, gathered %s" % (field, want, got),
                    "fix the hardware (wrong part delivered or failed component) or the declaration")
     if not diffs:
-        ctx.report("inventory.matches_declared", "pass", "matches", "declared", "gathered hardware matches the declaration")
+        ctx.report("pass", "matches", "declared", "gathered hardware matches the declaration")
 
 
 RULES = tuple((r.id, r.title) for r in _REGISTRY)
 RULE_IDS = tuple(r.id for r in _REGISTRY)
 _DEFAULT_SEVERITY = dict((r.id, r.severity) for r in _REGISTRY)
+_RULE_BY_ID = dict((r.id, r) for r in _REGISTRY)
+
+
+def registry():
+    """The rules in evaluation and report order (read-only ``Rule`` objects)."""
+    return tuple(_REGISTRY)
 
 
 # --------------------------------------------------------------------------------------------
@@ -896,6 +943,10 @@ def _prepare(ctx, hw):
     ctx.problems.extend((p, "fix dlrack_hw.%s for %s (the field is treated as unknown until then)" % (p.path, name))
                         for p in problems)
     ctx.hw = clean
+    # declared entries of a multi-GCD model (MI250X) that count packages (plugin_utils/gpu_packages.py)
+    count_problems, count_warnings = gpu_packages.declared_count_problems(clean, name)
+    ctx.problems.extend(count_problems)
+    ctx.findings.extend(gpu_packages.warning_findings(count_warnings))
     ctx.notes = _enrich(clean)
     return True
 
@@ -922,9 +973,9 @@ def evaluate_host(name, hw, declared=None, profile="training", thresholds=None, 
         _settings_problems(ctx, wl_problems)
         for r in _REGISTRY:
             if sev[r.id] != "off":
-                r.check(ctx)
+                r.run(ctx)
     else:
-        _check_schema(ctx)
+        _RULE_BY_ID["inventory.schema"].run(ctx)
     for f in extra_findings or []:
         ctx.findings.append(dict(f))
     return _finish(ctx, profile)

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jinja2 import StrictUndefined
 
+from ansible_collections.dlrack.node.plugins.plugin_utils import rules
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved, check_hw
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import (
     DEFAULT_THRESHOLDS, RULE_IDS, RULES, classify_disks, evaluate_fleet, evaluate_host, resolve_settings)
@@ -685,9 +686,35 @@ def test_matches_declared_disks_and_models():
 
 
 def test_registry_declares_each_rule_once():
-    assert len(RULE_IDS) == len(set(RULE_IDS)) == 15
+    assert len(RULE_IDS) == len(set(RULE_IDS)) == len(rules.registry())
     assert RULE_IDS[0] == "inventory.schema" and RULE_IDS[-1] == "inventory.matches_declared"
     assert dict(RULES)["memory.ecc"] == "ECC memory"
+    for r in rules.registry():
+        assert r.doc.format(**DEFAULT_THRESHOLDS) and r.severity in ("error", "warning", "info")
+    with pytest.raises(ValueError):
+        rules.rule("memory.ecc", "a second rule with the same id", "error", doc="x")
+    with pytest.raises(ValueError):
+        rules.rule("memory.new", "a rule with an unknown severity", "fatal", doc="x")
+    assert len(rules.registry()) == len(RULE_IDS)
+
+
+@pytest.mark.parametrize("doc", [GOOD, GATHERED], ids=["declared", "gathered"])
+def test_each_check_files_its_findings_under_its_own_id(doc):
+    """A check reports through ctx.report/ctx.skip without naming a rule: each finding it makes
+    carries the id of the rule that ran it."""
+    th, sev, dummy = resolve_settings()
+    ctx = rules._Ctx("h", sev)
+    ctx.th = th
+    ctx.declared = copy.deepcopy(GOOD)
+    assert rules._prepare(ctx, copy.deepcopy(doc))
+    ctx.workload = ctx.hw.get("workload")
+    seen = set()
+    for r in rules.registry():
+        before = len(ctx.findings)
+        r.run(ctx)
+        assert set(f["rule"] for f in ctx.findings[before:]) <= {r.id}
+        seen.update(f["rule"] for f in ctx.findings[before:])
+    assert len(seen) >= len(RULE_IDS) - 1
 
 
 def test_hostile_names_and_documents_in_a_fleet():
