@@ -112,6 +112,9 @@ _GPU_FIELDS = {
     "vendor": ("enum", GPU_VENDORS),
     "interconnect": ("dict", _INTERCONNECT_FIELDS),
     "count": _int("gpu_count"),
+    # issue 21: the packages the entries of a multi-GCD model are (MI250X: count 8, packages 4);
+    # checked against the catalogue's gcds_per_package by plugin_utils/gpu_packages.py
+    "packages": _int("gpu_count"),
     "driver": "data",
     "vendor_id": "data",
     "device_id": "data",

@@ -153,3 +153,71 @@ def test_mi300a_apu_shares_its_hbm_so_ram_versus_vram_does_not_apply():
     assert out["memory.exceeds_vram"] == "skip"
     f = [x for x in res["findings"] if x["rule"] == "memory.exceeds_vram"][0]
     assert "share the same HBM" in f["message"]
+
+
+# --- declarations that count MI250X packages where entries count GCDs (issue 21) ---
+
+def _declared(gpus, total_mb=2 << 20):
+    return {"schema": 1, "source": "declared",
+            "cpu": {"model": "AMD EPYC 7A53", "sockets": 1, "cores": 64, "pcie_lanes": 128},
+            "memory": {"total_mb": total_mb, "ecc": "multi-bit"}, "gpus": gpus, "disks": []}
+
+
+def _schema(res, severity):
+    return [f for f in res["findings"] if f["rule"] == "inventory.schema" and f["severity"] == severity]
+
+
+def test_mi250x_count_without_packages_warns_what_it_is_read_as():
+    res = evaluate_host("gpu-m01", _declared({"model": "AMD Instinct MI250X", "count": 4}))
+    assert res["rules"]["inventory.schema"] == "warn" and not _schema(res, "error")
+    (f,) = _schema(res, "warning")
+    assert f["message"] == ("host gpu-m01: 4 AMD Instinct MI250X entries are read as 4 logical devices (GCDs) = 2 "
+                            "packages (2 GCDs per package); a declaration that counted packages is 8 GCDs")
+    assert "count: 8 with packages: 4" in f["remedy"]
+    lanes = [x for x in res["findings"] if x["rule"] == "cpu.pcie_lanes"][0]
+    assert "4 GPUs in 2 packages" in lanes["message"]
+
+
+def test_mi250x_count_with_packages_is_well_formed_and_counted_per_package():
+    res = evaluate_host("gpu-m01", _declared({"model": "AMD Instinct MI250X", "count": 8, "packages": 4}))
+    assert res["rules"]["inventory.schema"] == "pass" and not _schema(res, "warning")
+    lanes = [x for x in res["findings"] if x["rule"] == "cpu.pcie_lanes"][0]
+    assert "8 GPUs in 4 packages (64 needed for x16 per package)" in lanes["message"]
+    cores = [x for x in res["findings"] if x["rule"] == "cpu.cores_exceed_gpus"][0]
+    assert "8 GPUs" in cores["message"]
+
+
+@pytest.mark.parametrize("gpus, path, fix", [
+    ({"model": "AMD Instinct MI250X", "count": 3}, "dlrack_hw.gpus[0].count", "declare count: 6 for 3 packages"),
+    ({"model": "AMD Instinct MI250X", "count": 4, "packages": 4}, "dlrack_hw.gpus[0].packages",
+     "declare count: 8 with packages: 4"),
+    ([{"model": "AMD Instinct MI250", "count": 4, "packages": 2}, {"model": "AMD Instinct MI250", "count": 4, "packages": 4}],
+     "dlrack_hw.gpus[0].packages", "declare packages once"),
+])
+def test_mi250x_counts_that_cannot_be_gcds_are_errors(gpus, path, fix):
+    res = evaluate_host("gpu-m01", _declared(gpus))
+    (f,) = _schema(res, "error")
+    assert f["message"].startswith("host gpu-m01: %s: expected " % path) and fix in f["remedy"]
+
+
+def test_mi250x_entries_with_a_package_s_memory_are_errors_and_count_as_one_gcd():
+    # 8 entries each claiming the package's 128 GB: 1 TiB of GPU memory against 768 GiB of RAM would
+    # fail memory.exceeds_vram; read per GCD (64 GB) it is 512 GiB, below 2x: a warning
+    res = evaluate_host("gpu-m01", _declared({"model": "AMD Instinct MI250X", "count": 8, "packages": 4,
+                                              "memory_mb": 131072}, total_mb=768 * 1024))
+    (f,) = _schema(res, "error")
+    assert f["message"] == ("host gpu-m01: dlrack_hw.gpus[0].memory_mb: expected the memory of one logical device: "
+                            "65536 MiB (an AMD Instinct MI250X package of 128 GB is 2 GCDs of 65536 MiB, and each "
+                            "entry is one GCD), got 131072")
+    assert res["rules"]["memory.exceeds_vram"] == "warn"
+    assert [g["memory_mb"] for g in res["hw"]["gpus"]] == [65536] * 8
+
+
+def test_gcd_entries_that_name_their_device_and_other_models_are_left_alone():
+    # declare.yml writes the gathered GCDs one entry each, with their bus ids: no question what they count
+    gcds = [dict(amd(i, "AMD Instinct MI250X", 65536, 3)) for i in range(8)]
+    res = evaluate_host("gpu-m01", _declared(gcds))
+    assert not _schema(res, "warning") and not _schema(res, "error")
+    for gpus in ({"model": "AMD Instinct MI300X", "count": 8}, {"model": "NVIDIA H100 80GB HBM3", "count": 8}):
+        res = evaluate_host("gpu-m01", _declared(gpus))
+        assert not _schema(res, "warning") and not _schema(res, "error")
