@@ -15,7 +15,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_workload
-from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import PROTECTED_FACTS, _plain
+from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import SettingsError, settle
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console_line
 
 # The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
@@ -37,12 +38,25 @@ def _workload(hv):
     return clean, None
 
 
+# The variables behind the role's fail_on and report_dir options, the most specific first: a
+# host's own value is read from these (run_settings.settle), never from a fact its node returned.
+FAIL_ON_VARS = ("acceptance_fail_on", "dlrack_fail_on")
+REPORT_DIR_VARS = ("acceptance_report_dir", "dlrack_report_dir")
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
+        # Ansible templated fail_on and report_dir with the first host's variables (run_once): work
+        # them out for the run; a host's own fail_on is its verdict's only (issue 18.2, docs/trust.md)
+        try:
+            settled = settle(self._task, self._loader, task_vars, self._task.args, FAIL_ON_VARS, REPORT_DIR_VARS,
+                             protected=PROTECTED_FACTS, prefix="acceptance_")
+        except SettingsError as exc:
+            raise AnsibleActionFail("acceptance_report: bad run-wide setting, nothing was judged: %s" % exc)
         args, errors = validate(ARGUMENT_SPEC, self._task.args)
         if errors:
             raise AnsibleActionFail("acceptance_report: %s" % "; ".join(errors))
@@ -55,7 +69,10 @@ class ActionModule(ActionBase):
                 inputs[host]["workload"], problem = _workload(hostvars.get(host) or {})
                 if problem:
                     inputs[host]["thresholds_error"] = problem
-        doc = evaluate(inputs, args["fail_on"], skipped=dict.fromkeys(set(args["skip_hosts"]) & set(inputs), args["skip_reason"]))
+            if host in settled.host_errors:
+                inputs[host]["settings_errors"] = settled.host_errors[host]
+        doc = evaluate(inputs, args["fail_on"], skipped=dict.fromkeys(set(args["skip_hosts"]) & set(inputs), args["skip_reason"]),
+                       host_fail_on=settled.host_fail_on)
         lines = [console_line(line) for line in summary_lines(doc)]   # host names, node strings: escaped
         if args.get("report_dir"):
             try:

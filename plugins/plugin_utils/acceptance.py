@@ -533,15 +533,19 @@ def host_status(measurements):
     return [k for k, v in _RANK.items() if v == worst][0]
 
 
-def failed_hosts(hosts, fail_on):
-    """The hosts that fail per ``fail_on`` (plugin_utils/verdict.py): incomplete fails like an error."""
-    return verdict.failed_hosts("acceptance", {h: r["status"] for h, r in hosts.items()}, fail_on)
+def failed_hosts(hosts, fail_on, host_fail_on=None):
+    """The hosts that fail per ``fail_on``, or per a host's own value in ``host_fail_on``
+    (plugin_utils/verdict.py): incomplete fails like an error."""
+    return verdict.failed_hosts("acceptance", {h: r["status"] for h, r in hosts.items()}, fail_on, host_fail_on)
 
 
-def evaluate(inputs, fail_on="error", skipped=None):
+def evaluate(inputs, fail_on="error", skipped=None, host_fail_on=None):
     """inputs: {host: {"raw": acceptance_measure result or None, "thresholds": {...}}} -> report document.
     ``skipped``: {host: reason} for hosts deliberately not measured (e.g. they failed this run's
-    pre-flight): verdict skip with the reason, never "error: no measurements"."""
+    pre-flight): verdict skip with the reason, never "error: no measurements". ``host_fail_on``:
+    {host: its own fail_on} (its inventory's dlrack_fail_on: that host's verdict only, listed in
+    summary.fail_on_hosts). An input's ``settings_errors`` (sentences: an own fail_on that is no
+    level, facts that set a setting) make that host an error (measurement ``host.settings``)."""
     hosts = {}
     skipped = skipped or {}
     for host in sorted(inputs):
@@ -559,8 +563,13 @@ def evaluate(inputs, fail_on="error", skipped=None):
             status, ms = judge_host(item.get("raw"), item.get("thresholds"), item.get("workload"))
         except AcceptanceError as exc:
             status, ms = "error", [_m("host.thresholds", "error", "%s: %s; fix the host's acceptance_* variables" % (host, exc))]
+        if item.get("settings_errors"):
+            status, ms = "error", [_m("host.settings", "error", why) for why in item["settings_errors"]] + ms
         hosts[host] = {"status": status, "check_mode": bool((item.get("raw") or {}).get("check_mode")), "measurements": ms}
     summary = {"hosts": len(hosts), "fail_on": fail_on, "generated_at": now_iso()}
+    own = dict((h, v) for h, v in (host_fail_on or {}).items() if h in hosts)
+    if own:
+        summary["fail_on_hosts"] = own
     for v in VERDICTS:
         summary[v] = sum(1 for r in hosts.values() if r["status"] == v)
     per = {}
@@ -568,7 +577,7 @@ def evaluate(inputs, fail_on="error", skipped=None):
         for m in r["measurements"]:
             per.setdefault(m["name"], dict.fromkeys(VERDICTS, 0))[m["verdict"]] += 1
     summary["measurements"] = per
-    summary["failed_hosts"] = failed_hosts(hosts, fail_on)
+    summary["failed_hosts"] = failed_hosts(hosts, fail_on, own)
     return {"hosts": hosts, "summary": summary}
 
 

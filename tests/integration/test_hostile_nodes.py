@@ -332,3 +332,80 @@ def test_the_first_hosts_own_dlrack_gather_gathers_that_host_only(tmp_path):
     assert "inventory.matches_declared" in rules["a-first"], run.stdout        # gathered and compared
     assert "host.gathered" not in rules["b-bad"] and "host.gathered" not in rules["c-good"], run.stdout
     assert doc["hosts"]["c-good"]["status"] == "pass"
+
+
+def failing_node(tmp_path, name, **facts):
+    """A stand-in node whose every module fails (the acceptance role records it: an error), or
+    with ``facts``, succeeds with them and no figures (what a compromised node may answer to
+    packages_missing and acceptance_measure)."""
+    node = Node(tmp_path, name)
+    answer = {"failed": True, "msg": "the measurement failed on %s" % name}
+    if facts:   # (Ansible keeps the facts of a module that succeeded only)
+        answer = {"changed": False, "install": [], "acceptance": {}, "ansible_facts": facts}
+    node.answer_path.write_text(json.dumps(answer))
+    return node
+
+
+def acceptance_fleet(tmp_path, first_vars=None, first_facts=None):
+    """a-first and b-bad: stand-in nodes whose measurements fail (each host an error)."""
+    a = failing_node(tmp_path, "a", **(first_facts or {}))
+    b = failing_node(tmp_path, "b")
+    return inventory(tmp_path, {"a-first": node_vars(a, **(first_vars or {})), "b-bad": node_vars(b)})
+
+
+def test_acceptance_a_hosts_own_fail_on_changes_only_its_own_verdict(tmp_path):
+    """18.2 for acceptance: the first host's own dlrack_fail_on: never passes that host's gate
+    only; b-bad still fails the run (the role's run_once report task read the first host's value
+    for the whole fleet: exit 0)."""
+    reports = tmp_path / "reports"
+    inv = acceptance_fleet(tmp_path, first_vars={"dlrack_fail_on": "never"})
+    run = playbook(tmp_path, "acceptance.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "acceptance_become=false")
+    assert run.returncode == 2, run.stdout
+    doc = json.loads((reports / "acceptance.json").read_text())
+    assert doc["summary"]["fail_on"] == "error" and doc["summary"]["fail_on_hosts"] == {"a-first": "never"}
+    assert doc["summary"]["failed_hosts"] == ["b-bad"]
+    assert doc["hosts"]["a-first"]["status"] == doc["hosts"]["b-bad"]["status"] == "error"
+    assert "acceptance error for b-bad (fail on error)" in run.stdout
+    assert "acceptance error for a-first" not in run.stdout
+    # the other way round: the run says never, the first host insists on error for itself
+    run = playbook(tmp_path, "acceptance.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "acceptance_become=false", "acceptance_fail_on=never")
+    assert run.returncode == 0, run.stdout
+    inv2 = acceptance_fleet(tmp_path / "two", first_vars={"acceptance_fail_on": "error"}) if (tmp_path / "two").mkdir() is None else None
+    run = playbook(tmp_path, "acceptance.yml", inv2 / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "acceptance_become=false", "dlrack_fail_on=never")
+    assert run.returncode == 2, run.stdout
+    assert json.loads((reports / "acceptance.json").read_text())["summary"]["failed_hosts"] == ["a-first"]
+
+
+def test_acceptance_report_dir_never_depends_on_inventory_order(tmp_path):
+    """18.2 for acceptance: the first host's own dlrack_report_dir stops the run naming the
+    variable (it moved every host's reports there); the same value for every host is one setting."""
+    first = tmp_path / "first-says"
+    inv = acceptance_fleet(tmp_path, first_vars={"dlrack_report_dir": str(first)})
+    run = playbook(tmp_path, "acceptance.yml", inv / "hosts.yml", "acceptance_become=false")
+    assert run.returncode != 0, run.stdout
+    assert "dlrack_report_dir is a run-wide setting, but the hosts' variables give it different values" in run.stdout
+    assert not first.exists() and not (tmp_path / "reports").exists()
+    (inv / "group_vars").mkdir()
+    (inv / "group_vars" / "all.yml").write_text("dlrack_report_dir: %s\n" % first)
+    run = playbook(tmp_path, "acceptance.yml", inv / "hosts.yml", "acceptance_become=false")
+    assert run.returncode == 2 and (first / "acceptance.json").exists(), run.stdout
+
+
+def test_acceptance_a_nodes_facts_cannot_change_the_run(tmp_path):
+    """18.2 for acceptance: the first host's node answers with facts that would open the gate and
+    move the reports (every module result's ansible_facts become the host's variables): that host
+    is an error naming them, b-bad still fails, the reports stay where the operator said."""
+    moved, reports = tmp_path / "moved", tmp_path / "reports"
+    inv = acceptance_fleet(tmp_path, first_facts={"acceptance_fail_on": "never", "dlrack_fail_on": "never",
+                                                  "dlrack_report_dir": str(moved), "acceptance_report_dir": str(moved)})
+    run = playbook(tmp_path, "acceptance.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
+                   "acceptance_become=false")
+    assert run.returncode == 2, run.stdout
+    assert not moved.exists()
+    doc = json.loads((reports / "acceptance.json").read_text())
+    assert doc["summary"]["failed_hosts"] == ["a-first", "b-bad"] and "fail_on_hosts" not in doc["summary"]
+    [taint] = [m for m in doc["hosts"]["a-first"]["measurements"] if m["name"] == "host.settings"]
+    assert taint["verdict"] == "error" and "its facts set acceptance_fail_on, acceptance_report_dir" in taint["reason"]
