@@ -17,7 +17,7 @@ if COLLECTIONS is None:
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
-import molecule_runs  # noqa: E402  (the background lane of molecule scenarios: tests/molecule_runs.py)
+import molecule_runs  # noqa: E402  (the background lanes of molecule scenarios: tests/molecule_runs.py)
 
 __all__ = ["DATA", "ROOT"]
 
@@ -31,10 +31,9 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly or hasattr(session.config, "workerinput"):
         return
     molecule_runs.stop_on_termination()   # SIGTERM/SIGHUP stop and destroy the scenario runs first
-    lane = molecule_runs.start_background(session.items)
-    if lane is not None:
+    for lane in molecule_runs.start_background(session.items):
         session.config.get_terminal_writer().line(
-            "molecule: %s in the background, one after another (logs in %s)" % (", ".join(lane.names), molecule_runs.LOG_DIR))
+            "molecule: %s in a background lane, one after another (logs in %s)" % (", ".join(lane.names), molecule_runs.LOG_DIR))
 
 
 def pytest_sessionfinish(session):

@@ -1,12 +1,15 @@
-"""Molecule scenario runs for tests/integration/test_molecule.py, and the background lane.
+"""Molecule scenario runs for tests/integration/test_molecule.py, and the background lanes.
 
-The scenarios of the background lane (BACKGROUND, or DLRACK_MOLECULE_BACKGROUND="a,b"; "" for none)
-start when the pytest session begins (tests/conftest.py, pytest_collection_finish) and run one after
-another beside everything else; their tests are moved to the end of the session and wait for their
-runs there, so one pytest run still counts every scenario and ends with pytest's summary line. On a
-2-core CI machine this is what keeps a clean `make test` within budget: storage_vm is one QEMU TCG
-process (~20 min, mostly one busy vCPU) while the rest of the suite is mostly one busy Python
-process at a time (benchmarks/RESULTS.md, "CI wall time").
+The scenarios of the background lanes (LANES, or DLRACK_MOLECULE_BACKGROUND="a;b,c": lanes split
+by ";", the scenarios of one lane by ","; "" for none) start when the pytest session begins
+(tests/conftest.py, pytest_collection_finish); each lane runs its scenarios one after another,
+beside the other lanes and everything else. Their tests are moved to the end of the session and wait
+for their runs there, so one pytest run still counts every scenario and ends with pytest's summary
+line. On a 2-core CI machine this is what keeps a clean `make test` within budget: storage_vm is
+one QEMU TCG process (~20 min alone, mostly one busy vCPU) and the critical path, so it runs at a
+higher CPU priority (NICE); the container scenarios spend most of their time waiting on `podman
+exec` (about 0.7 s per call, 0.1 s of it CPU; a module is 4-5 calls), so a second lane of them
+overlaps with the CPU-bound unit tests (benchmarks/RESULTS.md, "CI wall time").
 """
 import os
 import shutil
@@ -17,10 +20,15 @@ import time
 
 from testpaths import ROOT
 
-# Scenarios that share no state with the others (own VM, port, run dir) and run in the background,
-# in this order.
-BACKGROUND = ("storage_vm",)
-LANE = None        # the Lane of this session, once started
+# Lanes of scenarios that share no state with the others (own VM or container, loop-device files,
+# port, run dir) and run in the background, each lane in this order.
+LANES = (("storage_vm",), ("site", "ecc_monitor", "gpu_affinity"))
+BACKGROUND = tuple(name for lane in LANES for name in lane)
+# CPU priority (nice) of a scenario's processes, QEMU included (it inherits it): the critical path
+# first. Only a root session can raise a priority; elsewhere the run keeps the session's.
+NICE = {"storage_vm": -5}
+LANE = None        # the first Lane of this session, once started (LANE_LIST: all of them)
+LANE_LIST = []
 RUNS = {}          # scenario -> Run of this session (the terminal summary lists their wall times)
 TIMEOUT = 45 * 60
 # A background run shares the CPU with the rest of the suite by design (storage_vm took ~20 min alone
@@ -74,7 +82,8 @@ class Run(object):
         with open(self.log_path, "w") as log:
             # Own process group, so that stop() reaches molecule's ansible-playbook children.
             self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=environment(), stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_priority(NICE.get(self.scenario, 0)))
         self.started = time.time()
         return self
 
@@ -129,6 +138,20 @@ class Run(object):
                     log.write("\n--- %s did not finish in 300 s: the scenario may still be up\n" % " ".join(cmd))
 
 
+def _priority(nice):
+    """A preexec_fn that sets the child's nice value (None for none): a value it may not set (not
+    root) leaves the priority as it was, never a run that does not start."""
+    if not nice:
+        return None
+
+    def apply():
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError:
+            pass
+    return apply
+
+
 def order(items, names):
     """Items of background scenarios last, in lane order (their tests only wait); the rest as they were."""
     first = [i for i in items if scenario_of(i) not in names]
@@ -143,9 +166,18 @@ def scenario_of(item):
     return callspec.params.get("scenario")
 
 
-def background():
+def lanes():
+    """The background lanes: LANES, or DLRACK_MOLECULE_BACKGROUND ("a;b,c": lanes by ';')."""
     env = os.environ.get("DLRACK_MOLECULE_BACKGROUND")
-    return BACKGROUND if env is None else tuple(n.strip() for n in env.split(",") if n.strip())
+    if env is None:
+        return LANES
+    found = (tuple(n.strip() for n in lane.split(",") if n.strip()) for lane in env.split(";"))
+    return tuple(lane for lane in found if lane)
+
+
+def background():
+    """Every background scenario, lane by lane."""
+    return tuple(name for lane in lanes() for name in lane)
 
 
 class Lane(threading.Thread):
@@ -196,20 +228,33 @@ class Lane(threading.Thread):
 
 
 def start_background(items):
-    """Start the lane with the background scenarios among these (collected, selected) items."""
+    """Start the lanes with the background scenarios among these (collected, selected) items; the
+    started lanes (none: [])."""
     global LANE  # pylint: disable=global-statement
     selected = set(scenario_of(i) for i in items)
-    names = [n for n in background() if n in selected]
-    if not names or LANE is not None or not can_run():
-        return None
-    LANE = Lane(names)
-    LANE.start()
-    return LANE
+    if LANE_LIST or not can_run():
+        return []
+    for names in lanes():
+        names = [n for n in names if n in selected]
+        if names:
+            lane = Lane(names)
+            LANE_LIST.append(lane)
+            lane.start()
+    LANE = LANE_LIST[0] if LANE_LIST else None
+    return list(LANE_LIST)
+
+
+def lane_of(scenario):
+    """The started lane that runs this scenario, or None (it runs in the foreground)."""
+    for lane in LANE_LIST:
+        if scenario in lane.names:
+            return lane
+    return None
 
 
 def stop_all():
-    if LANE is not None:
-        LANE.stop()
+    for lane in LANE_LIST:
+        lane.stop()
     for run in list(RUNS.values()):
         run.stop()
 

@@ -2,8 +2,9 @@
 
 Each scenario runs `molecule --base-config molecule/base.yml test -s <name>` from the repository
 root (the scenario's own verify playbook asserts the behaviour); the test fails with the tail of
-molecule's output. The scenarios of the background lane (molecule_runs.BACKGROUND: storage_vm, a
-QEMU guest) start when the session begins and run beside the rest of the suite; their tests come
+molecule's output. The scenarios of the background lanes (molecule_runs.LANES: storage_vm, a QEMU
+guest, in one; site, ecc_monitor and gpu_affinity in another) start when the session begins and
+run beside the rest of the suite; their tests come
 last and wait for the runs (tests/conftest.py), so the pytest summary line counts every scenario.
 """
 import pytest
@@ -18,8 +19,8 @@ SCENARIOS = molecule_runs.scenarios()
 def test_molecule_scenario(scenario):
     if not molecule_runs.can_run():
         pytest.skip("molecule scenarios need root and podman (make test installs podman)")
-    lane = molecule_runs.LANE
-    if lane is not None and scenario in lane.names:         # started in the background at session start
+    lane = molecule_runs.lane_of(scenario)
+    if lane is not None:         # started in a background lane at session start
         rc, run = lane.result(scenario)
         if run is None:
             pytest.fail("molecule test -s %s did not run: the background lane was stopped first" % scenario)

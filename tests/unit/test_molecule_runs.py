@@ -43,6 +43,50 @@ def test_the_lane_is_configurable(monkeypatch):
     assert molecule_runs.background() == ()
 
 
+def test_lanes_split_by_semicolon_and_the_default_lanes_share_no_scenario(monkeypatch):
+    monkeypatch.setenv("DLRACK_MOLECULE_BACKGROUND", "storage_vm; site, ecc_monitor;;")
+    assert molecule_runs.lanes() == (("storage_vm",), ("site", "ecc_monitor"))
+    assert molecule_runs.background() == ("storage_vm", "site", "ecc_monitor")
+    monkeypatch.delenv("DLRACK_MOLECULE_BACKGROUND")
+    assert len(molecule_runs.LANES) >= 2
+    assert len(molecule_runs.BACKGROUND) == len(set(molecule_runs.BACKGROUND))
+
+
+def test_each_lane_runs_beside_the_others_and_a_scenario_finds_its_lane(logs, monkeypatch):
+    """Two lanes: both first scenarios start before either ends (they overlap); lane_of names the
+    lane of a background scenario and None for one of the foreground."""
+    monkeypatch.setattr(molecule_runs, "RUNS", {})
+    monkeypatch.setattr(molecule_runs, "LANE_LIST", [])
+    monkeypatch.setattr(molecule_runs, "can_run", lambda: True)
+    monkeypatch.setenv("DLRACK_MOLECULE_BACKGROUND", "vm;c1")
+    real = molecule_runs.Lane
+    make_run = _lane([], {"vm": "time.sleep(1)", "c1": "time.sleep(1)"}, logs).make_run
+
+    class _Lane(real):
+        def __init__(self, names):
+            real.__init__(self, names, make_run=make_run)
+    monkeypatch.setattr(molecule_runs, "Lane", _Lane)
+    started = molecule_runs.start_background([_Item("vm", "vm"), _Item("c1", "c1"), _Item("d", "default")])
+    assert [lane.names for lane in started] == [["vm"], ["c1"]]
+    assert molecule_runs.lane_of("c1") is started[1] and molecule_runs.lane_of("default") is None
+    assert started[0].result("vm")[0] == 0 and started[1].result("c1")[0] == 0
+    assert float((logs / "c1.t0").read_text()) < float((logs / "vm.t1").read_text())
+    assert float((logs / "vm.t0").read_text()) < float((logs / "c1.t1").read_text())
+    for lane in started:
+        lane.join(timeout=10)
+
+
+def test_the_critical_path_runs_at_its_priority_and_the_rest_at_the_sessions(logs, monkeypatch):
+    monkeypatch.setattr(molecule_runs, "NICE", {"vm": 3})
+    code = "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    vm = molecule_runs.Run("vm", runner=_py(code)).start()
+    other = molecule_runs.Run("c1", runner=_py(code)).start()
+    assert vm.wait(timeout=60) == 0 and other.wait(timeout=60) == 0
+    assert int(vm.tail().split()[-1]) == min(19, base + 3) and int(other.tail().split()[-1]) == base
+    assert molecule_runs.NICE is not None and molecule_runs._priority(0) is None
+
+
 def test_only_molecule_items_have_a_scenario():
     plain = _Item("x")
     plain.callspec = type("CallSpec", (), {"params": {"scenario": "storage_vm"}})()   # another test's parameter
