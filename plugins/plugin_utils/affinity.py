@@ -509,21 +509,52 @@ DEFAULT_GRES_FILE = "/dev/nvidia{index}"
 AMD_GRES_FILE = "/dev/dri/{render_node}"
 
 
+AMD_AUTODETECT = "AutoDetect=rsmi"
+
+
+def _amd_autodetect(gpus, file_template):
+    """True for a plan of AMD GPUs none of which has a known render node (a declared host: the
+    renderD numbers are the kernel's, known only once the node runs), with the default template.
+    Slurm's gres.conf(5) then fills File, Cores and Links itself: ``AutoDetect=rsmi``
+    "Automatically detect AMD GPUs. Requires the ROCm System Management Interface (ROCm SMI)
+    Library"; given values would only be checked against the detected ones, and a mismatch
+    drains the node (doc/man/man5/gres.conf.5, SchedMD/slurm @284c3b95)."""
+    return (file_template == DEFAULT_GRES_FILE and bool(gpus)
+            and all(g.get("vendor") == "amd" and not g.get("render_node") for g in gpus))
+
+
+def _why_not_autodetect(gpus):
+    if any(g.get("render_node") for g in gpus):
+        return "other GPUs of the node have one (a description that mixes gathered and declared GPUs)"
+    if any(g.get("vendor") == "hygon" for g in gpus):
+        return "Slurm's AutoDetect=rsmi is documented for AMD GPUs, not Hygon DCUs"
+    return "the node also has GPUs of another vendor (AutoDetect=rsmi would cover the AMD GPUs only)"
+
+
 def gres_conf_lines(report, name="gpu", file_template=DEFAULT_GRES_FILE, gpu_type=None):
     """gres.conf lines, one per GPU: ``Name=gpu [Type=..] File=/dev/nvidiaN Cores=<slurm>``.
     An AMD plan entry with the default template gets its render node (``File=/dev/dri/renderD128``,
-    as Slurm's gres.conf names AMD GPUs); without a known render node that is an error naming
-    the GPU, never a guessed device."""
+    as Slurm's gres.conf names AMD GPUs). A plan of AMD GPUs none of which has a known render node
+    (a declared host) is the one line ``AutoDetect=rsmi``: slurmd reads the devices, their cores
+    and links from ROCm SMI. Some GPUs with and some without a render node, or a Hygon GPU without
+    one, is an error naming the GPU and the fix, never a guessed device."""
+    gpus = _plan_gpus(report, "gres.conf")
+    if _amd_autodetect(gpus, file_template):
+        return [AMD_AUTODETECT]
     lines = []
-    for gpu in _plan_gpus(report, "gres.conf"):
+    for gpu in gpus:
         parts = ["Name=%s" % name]
         if gpu_type:
             parts.append("Type=%s" % gpu_type)
         template = file_template
         if gpu.get("vendor") in ("amd", "hygon") and file_template == DEFAULT_GRES_FILE:
             if not gpu.get("render_node"):
-                raise AffinityError("gres.conf: AMD GPU %s has no known render node (gather the host, or set "
-                                    "file_template)" % gpu.get("index"))
+                raise AffinityError(
+                    "gres.conf: %s GPU %s has no known render node (dlrack_hw.gpus[].render_node, e.g. renderD128, "
+                    "is gathered by hw_facts) while %s: gather the host (dlrack_hw_gathered), or set "
+                    "gpu_affinity_slurm_gres_file_template" % (
+                        "Hygon" if gpu.get("vendor") == "hygon" else "AMD", gpu.get("index"),
+                        _why_not_autodetect(gpus)))
             template = AMD_GRES_FILE
         try:
             parts.append("File=%s" % str(template).format(**gpu))

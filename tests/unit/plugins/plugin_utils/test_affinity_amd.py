@@ -38,10 +38,42 @@ def test_gres_conf_uses_render_nodes_for_amd():
     lines = gres_conf_lines(plan_gpu_affinity_report(hw()), gpu_type="mi300x")
     assert lines[0] == "Name=gpu Type=mi300x File=/dev/dri/renderD128 Cores=1-4"
     assert gres_conf_lines(plan_gpu_affinity_report(hw("nvidia")))[0] == "Name=gpu File=/dev/nvidia0 Cores=1-4"
-    with pytest.raises(AffinityError, match="AMD GPU 0 has no known render node"):
-        gres_conf_lines(plan_gpu_affinity_report(hw(render=False)))
     assert gres_conf_lines(plan_gpu_affinity_report(hw(render=False)), file_template="/dev/dri/card{index}")[1] == \
         "Name=gpu File=/dev/dri/card1 Cores=5-8"
+
+
+def test_gres_conf_of_a_declared_amd_host_is_slurm_autodetect():
+    """No render node is known before the node runs (a declaration): Slurm's own AMD detection
+    (gres.conf(5): AutoDetect=rsmi fills File, Cores and Links), never a guessed renderD number."""
+    declared = hw(render=False)
+    declared["source"] = "declared"
+    assert gres_conf_lines(plan_gpu_affinity_report(declared)) == ["AutoDetect=rsmi"]
+    assert gres_conf_lines(plan_gpu_affinity_report(declared), gpu_type="mi250x") == ["AutoDetect=rsmi"]
+
+
+@pytest.mark.parametrize("case, why", [
+    ("partial", "other GPUs of the node have one"),
+    ("hygon", "not Hygon DCUs"),
+    ("mixed", "GPUs of another vendor"),
+])
+def test_gres_conf_without_render_node_otherwise_names_the_field_and_fix(case, why):
+    doc = hw()
+    if case == "partial":
+        doc["gpus"][0]["render_node"] = None
+    for g in doc["gpus"]:
+        if case == "hygon":
+            g.update(vendor="hygon", vendor_id="0x1d94", render_node=None)
+        if case == "mixed":
+            g["render_node"] = None
+    if case == "mixed":
+        for g in doc["gpus"][:4]:
+            for key in ("vendor", "vendor_id", "render_node"):
+                g.pop(key)
+    with pytest.raises(AffinityError) as err:
+        gres_conf_lines(plan_gpu_affinity_report(doc))
+    msg = str(err.value)
+    assert "has no known render node (dlrack_hw.gpus[].render_node" in msg and why in msg
+    assert "gather the host (dlrack_hw_gathered), or set gpu_affinity_slurm_gres_file_template" in msg
 
 
 @pytest.fixture
