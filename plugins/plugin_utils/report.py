@@ -29,10 +29,11 @@ from markupsafe import Markup  # Jinja2's own dependency: on every Ansible contr
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
 from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import compress as compress_hostlist
-from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import (  # noqa: F401 (also the API of this module)
+# The building blocks are importable from here too (callers and tests do): re-exported, hence unused here.
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import (  # noqa: F401 pylint: disable=unused-import
     SKIP_NOT_CHECKED, SKIP_WARNING, TEMPLATES, _suite_xml, finite_copy, jinja_env, junit_case, junit_classname,
     junit_xml, new_run_id, now_iso, render, strict_json_document, strict_json_dumps, xml_safe)
-from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import (  # noqa: F401 (also the API of this module)
+from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import (  # noqa: F401 pylint: disable=unused-import
     LOCK_NAME, ReportWriteError, atomic_write, prepare_dir, write_file_set)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 
@@ -695,14 +696,14 @@ def html_page(results, summary, drift=None, title=None, run_id=None):
     error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
                   for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
     return "report.html.j2", dict(title=title, summary=summary, run_id=run_id or "", generated=now_iso(),
-                  rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
-                          "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
-                  rows=_matrix_rows(views), sections=_sections(views), failures=failures, cards=cards,
-                  finding_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "error"),
-                  warning_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"),
-                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for g in warnings for h in g["hosts"]}), drift=drift,
-                  drift_counts=drift_counts, drift_rows=drift_rows, error_rows=error_rows, sections_open=SECTIONS_OPEN,
-                  names_inline=NAMES_INLINE, symbols=SYMBOLS, legend=LEGEND)
+                                  rules=[{"id": r, "label": _breakable(r), "desc": desc.get(r, r), "fail": (counts.get(r) or {}).get("fail", 0),
+                                          "warn": (counts.get(r) or {}).get("warn", 0)} for r in seen],
+                                  rows=_matrix_rows(views), sections=_sections(views), failures=failures, cards=cards,
+                                  finding_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "error"),
+                                  warning_count=sum(1 for h in hosts for f in results[h]["findings"] if f["severity"] == "warning"),
+                                  open_rows=FAILURES_OPEN, warnings=warnings, warning_hosts=len({h for g in warnings for h in g["hosts"]}), drift=drift,
+                                  drift_counts=drift_counts, drift_rows=drift_rows, error_rows=error_rows, sections_open=SECTIONS_OPEN,
+                                  names_inline=NAMES_INLINE, symbols=SYMBOLS, legend=LEGEND)
 
 
 def report_set(results, summary, drift=None, meta=None, junit_warnings="skipped", run_id=None):

@@ -26,7 +26,6 @@ class ReportWriteError(Exception):
     """The reports could not be written; the message names the path and what to change."""
 
 
-
 @contextlib.contextmanager
 def _dir_lock(directory):
     """An exclusive flock on ``directory``'s LOCK_NAME. The lock file is opened without following
