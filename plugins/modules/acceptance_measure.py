@@ -51,7 +51,7 @@ options:
     type: int
     default: 5
   health:
-    description: Read GPU health with C(nvidia-smi -q -x).
+    description: Read GPU health with C(nvidia-smi -q -x) and, for AMD GPUs, from amdgpu's RAS sysfs.
     type: bool
     default: true
   dcgm:

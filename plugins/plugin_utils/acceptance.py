@@ -223,6 +223,10 @@ def judge_health(health, th):
         rp = g.get("retired_pages") or {}
         if rp.get("pending"):
             warnings.append("a page retirement is pending: reset the GPU (or reboot)")
+        if rp.get("failed"):      # AMD gpu_vram_bad_pages "F": a bad page the driver could not reserve
+            errors.append("%d bad page(s) could not be retired (no reserve left): replace the GPU" % rp["failed"])
+        for what in g.get("not_checked") or []:
+            notes.append("not checked: %s" % what)
         if g.get("ecc_volatile_uncorrected"):
             errors.append("%d volatile uncorrectable ECC errors since the driver loaded" % g["ecc_volatile_uncorrected"])
         hw_faults = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
@@ -239,12 +243,15 @@ def judge_health(health, th):
         if g.get("ecc_mode") is False:
             warnings.append("ECC is disabled")
         verdict = "error" if errors else "warning" if warnings else "pass"
+        if "checked" in g and not g["checked"] and not errors + warnings:
+            verdict = "skip"      # an AMD GPU whose driver exposes no RAS: nothing was read, never a pass
         problems = errors + warnings
         reason = "; ".join(problems + notes) or "healthy"
         out.append(_m("gpu.health", verdict, reason, "GPU%s %s" % (g.get("index"), g.get("pci_bus_id")),
                       "ok" if not problems else "%d problem(s)" % len(problems), None, HEALTH_EXPECTED,
                       {k: g.get(k) for k in ("product_name", "persistence_mode", "remapped_rows", "retired_pages",
-                                             "ecc_volatile_uncorrected", "throttle_active", "throttle_counters")}))
+                                             "ecc_volatile_uncorrected", "throttle_active", "throttle_counters")
+                       + (("vendor", "not_checked") if g.get("vendor") else ())}))
     return out or [_m("gpu.health", "skip", "nvidia-smi lists no GPU")]
 
 

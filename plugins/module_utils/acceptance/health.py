@@ -3,7 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU health for acceptance: ``nvidia-smi -q -x`` (row remapping, retired pages, volatile ECC,
 active clock-event (throttle) reasons and their counters, persistence mode, PCIe link capability)
-and ``dcgmi diag -r 1 -j`` when DCGM is installed.
+and ``dcgmi diag -r 1 -j`` when DCGM is installed. AMD/Hygon GPUs: amdgpu's RAS sysfs, read by the
+vendor seam (hw/gpu/amd.py; formats of the kernel's Documentation/gpu/amdgpu/ras.rst): uncorrected
+errors per RAS block since the driver loaded, bad pages retired, pending and failed
+(``gpu_vram_bad_pages``), the ECC (UMC) state. Clock throttling is not checked on AMD (amdgpu's
+sysfs keeps no throttle history) and each AMD entry says so in ``not_checked``.
 
 The per-GPU fields that the shared parser already reads (remapped rows, retired pages, ECC
 counters, PCIe link) come from parsers.nvidia_smi.parse_xml; this file reads only what that parser
@@ -17,6 +21,8 @@ __metaclass__ = type
 import json
 import xml.etree.ElementTree as ET
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import gather_gpus
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import SysReader
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, na, to_bool, to_int
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.nvidia_smi import parse_xml
 
@@ -88,6 +94,66 @@ def gpu_health(nvidia_smi, run):
     if not doc["gpus"]:
         return dict(doc, status="skip", reason="nvidia-smi lists no GPU")
     return dict(doc, status="ok", reason=None)
+
+
+AMD_NOT_CHECKED = "clock throttling (amdgpu sysfs keeps no throttle history; not checked on AMD)"
+
+
+def _amd_entry(g):
+    rp = g.get("retired_pages") or {}
+    ecc = g.get("ecc_errors") or {}
+    not_checked = [AMD_NOT_CHECKED]
+    if g.get("ras") is None:
+        not_checked.append("ECC errors and retired pages (amdgpu exposes no RAS files for this GPU)")
+    pending = rp.get("pending")
+    checked = [what for what, value in (("ECC (UMC) state", g.get("ecc_enabled")),
+                                        ("uncorrected errors", ecc.get("volatile_uncorrected")),
+                                        ("bad pages", rp or None)) if value is not None]
+    return {
+        "index": g.get("index"), "pci_bus_id": g.get("pci_bus_id"), "vendor": g.get("vendor") or "amd",
+        "product_name": g.get("model") or g.get("pci_name"), "persistence_mode": None, "remapped_rows": None,
+        "retired_pages": {"retired": rp.get("retired"), "pending": None if pending is None else pending > 0,
+                          "failed": rp.get("failed")} if rp else None,
+        "ecc_mode": g.get("ecc_enabled"), "ecc_volatile_uncorrected": ecc.get("volatile_uncorrected"),
+        "throttle_active": [], "throttle_counters": {}, "pcie": g.get("pcie"), "checked": checked,
+        "not_checked": not_checked,
+    }
+
+
+def amd_gpu_health(root="/"):
+    """The AMD/Hygon GPUs' health from amdgpu sysfs alone (no tool runs), or None on a node
+    without them: {status: ok|error, reason, source, gpus: [entries shaped as gpu_health's, plus
+    vendor and not_checked]}."""
+    errors = []
+    rd = SysReader(root)
+    try:
+        gpus = gather_gpus(rd, None, {}, errors, vendors=("amd",))
+    except Exception as exc:  # pylint: disable=broad-except  # an odd tree is a reason, never a traceback
+        return {"status": "error", "reason": "amdgpu sysfs: unexpected %s: %s" % (type(exc).__name__, exc),
+                "source": "amdgpu sysfs", "gpus": []}
+    if not gpus:
+        return None
+    doc = {"status": "ok", "reason": None, "source": "amdgpu sysfs", "driver_version": None,
+           "gpus": [_amd_entry(g) for g in gpus]}
+    unreadable = errors + rd.errors
+    if unreadable:
+        doc["unreadable"] = unreadable[:20]
+    return doc
+
+
+def node_gpu_health(nvidia_smi, run, root="/"):
+    """gpu_health (nvidia-smi) and amd_gpu_health (amdgpu sysfs) of one node: an AMD node without
+    nvidia-smi gets the AMD entries; a mixed node gets both when nvidia-smi answers (a failed
+    nvidia-smi stays the error it is)."""
+    doc = gpu_health(nvidia_smi, run)
+    amd = amd_gpu_health(root)
+    if amd is None:
+        return doc
+    if doc["status"] == "skip" and not doc.get("gpus"):
+        return amd
+    if doc["status"] == "ok" and amd["status"] == "ok":
+        return dict(doc, gpus=doc["gpus"] + amd["gpus"])
+    return doc
 
 
 # ------------------------------------------------------------------------------------------ DCGM

@@ -78,9 +78,11 @@ def plan(opts):
     else:
         doc["gpu"] = {"status": "skip", "reason": "libcuda.so.1 not found: no NVIDIA driver on this node", "devices": []}
     smi = find_tool("nvidia-smi") if opts["health"] else None
+    amd = acceptance_health.amd_gpu_health() if opts["health"] and not smi else None
     doc["health"] = {"status": "skip", "gpus": [],
                      "reason": ("disabled (acceptance_gpu_health: false)" if not opts["health"] else
                                 "%s GPU health with nvidia-smi -q -x" % would if smi else
+                                "%s AMD GPU health from amdgpu sysfs (RAS counters, bad pages)" % would if amd else
                                 "nvidia-smi is not installed (no NVIDIA driver on this node)")}
     dcgmi = find_tool("dcgmi") if opts["dcgm"] else None
     doc["dcgm"] = {"status": "skip", "tests": [],
@@ -145,7 +147,7 @@ def measure(opts, run=run_command):
     """The acceptance pass (see the module documentation for ``opts``)."""
     doc = {"check_mode": False}
     if opts["health"]:
-        doc["health"] = acceptance_health.gpu_health(find_tool("nvidia-smi"), run)
+        doc["health"] = acceptance_health.node_gpu_health(find_tool("nvidia-smi"), run)
     else:
         doc["health"] = {"status": "skip", "reason": "disabled (acceptance_gpu_health: false)", "gpus": []}
     if opts["gpu"]:
@@ -155,7 +157,7 @@ def measure(opts, run=run_command):
         doc["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [], "opted_out": True}
     # PCIe capability per GPU: nvidia-smi's max_link_gen is the lower of the GPU's and the slot's
     # maximum; sysfs (device max only) where nvidia-smi is absent.
-    links = {g["pci_bus_id"]: g["pcie"] for g in doc["health"].get("gpus") or []}
+    links = {g["pci_bus_id"]: g["pcie"] for g in doc["health"].get("gpus") or [] if not g.get("vendor")}
     for dev in doc["gpu"].get("devices") or []:
         bus = dev.get("pci_bus_id")
         if bus in links:
