@@ -87,6 +87,9 @@ THRESHOLDS = {
     "workload_overhead": (1.2, 1, 100, False),
     "ram_match_tolerance_pct": (5.0, 0, 100, False),
     "ecc_corrected_budget_24h": (9, 0, 1e9, False),
+    # The smallest NUMA node with CPUs against the largest, in %: a balanced 2S EPYC 9374F holds
+    # 193129 and 193477 MB (99.8 %, tests/data/real/numactl-hardware); one DIMM of 12 missing is 91.7 %.
+    "numa_memory_balance_pct": (95.0, 0, 100, False),
     # Disks smaller than this are not data disks (a 300 MB squashfs with the driver, a seed image).
     "data_disk_min_gb": (8, 0, 1e6, False),
 }
@@ -631,6 +634,66 @@ def _check_ecc_errors(ctx):
     for f in assess_ecc(edac, uptime_s=ctx.hw.get("uptime_s"), budget_24h=ctx.th["ecc_corrected_budget_24h"]):
         ctx.report(_ECC_LEVEL[f["severity"]], f["observed"], f["required"], f["message"],
                    f["remedy"])
+
+
+def _numa_label(node):
+    return "node %s (CPUs %s)" % (node.get("id"), node.get("cpus"))
+
+
+@rule("memory.numa_balanced", "every NUMA node with CPUs has its share of the memory", "error",
+      doc="every NUMA node with CPUs has memory (a CPU node without any, e.g. a socket without DIMMs, fails); "
+          "the smallest has >= `numa_memory_balance_pct` ({numa_memory_balance_pct} %) of the largest, else a "
+          "warning (DIMMs missing or disabled); CPU-less nodes (GPU or CXL memory) are not judged")
+def _check_numa_memory(ctx):
+    """Each NUMA node with CPUs should hold its share of the memory: a CPU node without memory makes
+    every allocation of its threads (the dataloaders and pinned buffers of the GPUs attached to it)
+    remote (Linux Documentation/mm/numa.rst, "memoryless nodes"); an uneven split means DIMMs
+    missing or disabled on one socket or channel group, which caps that node's memory bandwidth."""
+    nodes = ctx.hw["cpu"].get("numa_nodes")
+    if not nodes:
+        ctx.skip("the NUMA layout is only known once the host is gathered (or declared in cpu.numa_nodes)"
+                 if ctx.hw["source"] == "declared" else "no NUMA layout gathered (no /sys/devices/system/node)")
+        return
+    cpu_nodes = [n for n in nodes if n.get("cpus")]
+    unknown = [_numa_label(n) for n in cpu_nodes if n.get("memory_mb") is None]
+    pct = ctx.th["numa_memory_balance_pct"]
+    if not cpu_nodes or unknown:
+        ctx.report("warn", "unknown", "memory on every NUMA node with CPUs",
+                   "cannot verify the NUMA memory: %s" % ("memory unknown on " + ", ".join(unknown[:8]) if unknown
+                                                          else "no NUMA node lists its CPUs"),
+                   "gather the host again (the node's meminfo under /sys/devices/system/node was not readable), "
+                   "or declare cpu.numa_nodes with cpus and memory_mb")
+        return
+    empty = [n for n in cpu_nodes if not n["memory_mb"]]
+    sizes = [n["memory_mb"] for n in cpu_nodes]
+    if empty:
+        ctx.report("fail", "no memory on " + ", ".join(_numa_label(n) for n in empty[:8]),
+                   "memory on every NUMA node with CPUs",
+                   "%d of %d NUMA nodes with CPUs %s no memory (%s): every allocation of their threads, and of "
+                   "the GPUs attached to them, goes across the socket interconnect"
+                   % (len(empty), len(cpu_nodes), "has" if len(empty) == 1 else "have",
+                      ", ".join(_numa_label(n) for n in empty[:8])),
+                   "populate the memory channels of that socket (dmidecode -t 17 lists the empty slots; a DIMM the "
+                   "BIOS disabled after errors shows in the BMC event log)")
+        return
+    low, high = min(sizes), max(sizes)
+    share = 100.0 * low / high
+    observed = "%s to %s per node (smallest %.1f %% of largest)" % (_gib(low), _gib(high), share)
+    if len(cpu_nodes) == 1:
+        ctx.report("pass", _gib(low), "memory on every NUMA node with CPUs",
+                   "one NUMA node with CPUs (%s): nothing to balance" % _gib(low))
+    elif share < pct:
+        small = ", ".join(_numa_label(n) for n in cpu_nodes if n["memory_mb"] < high * pct / 100.0)
+        ctx.report("warn", observed, ">= %g %% of the largest node" % pct,
+                   "NUMA memory is unbalanced: %s %s less than %g %% of the largest node's %s; threads there run "
+                   "out of local memory first and the node has less memory bandwidth"
+                   % (small, "has" if "," not in small else "have", pct, _gib(high)),
+                   "populate every socket's memory channels alike (same DIMM count and size; dmidecode -t 17 lists "
+                   "empty slots, the BMC event log DIMMs disabled after errors), or lower dlrack_thresholds."
+                   "numa_memory_balance_pct for a build that is uneven on purpose")
+    else:
+        ctx.report("pass", observed, ">= %g %% of the largest node" % pct,
+                   "%d NUMA nodes with CPUs hold %s to %s of memory each" % (len(cpu_nodes), _gib(low), _gib(high)))
 
 
 _IMAGE_FS = ("squashfs", "iso9660", "erofs", "udf", "cramfs")
