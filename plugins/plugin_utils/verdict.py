@@ -104,15 +104,14 @@ def verdict_host(failed, play_hosts=None, avoid=()):
 def verdict_message(what, groups, setting, where):
     """The one message of a failing fleet's verdict, naming every failing host; "" when none
     fails. ``what``: the run ("pre-flight", "acceptance", "drift"); ``groups``: [(label or None,
-    [hosts])] - the hosts by why they fail, a host in the first group it is in; ``setting``: the
-    fail_on text, e.g. "dlrack_fail_on=error"; ``where``: the HTML report or the report directory.
-    Host names are console text (control characters escaped)."""
+    [hosts])] - the hosts by why they fail (a host may be in more than one; it is counted once);
+    ``setting``: the fail_on text, e.g. "dlrack_fail_on=error"; ``where``: the HTML report or the
+    report directory. Host names are console text (control characters escaped)."""
     seen, parts = set(), []
     for label, hosts in groups:
-        names = [str(h) for h in hosts if h not in seen]
         seen.update(hosts)
-        if names:
-            parts.append(("%s: " % label if label else "") + ", ".join(names))
+        if hosts:
+            parts.append(("%s: " % label if label else "") + ", ".join(str(h) for h in hosts))
     if not seen:
         return ""
     return console("%s failed for %d host(s) (%s): %s; see %s" % (

@@ -76,7 +76,19 @@ def test_the_verdict_message_names_every_host_once_by_reason():
     msg = verdict.verdict_message("drift", [("drifted", ["a", "b"]), ("could not be checked (status error)", ["b", "c"]),
                                             ("pre-flight findings", ["a"])], "dlrack_fail_on=error", "r/drift.html")
     assert msg == ("drift failed for 3 host(s) (dlrack_fail_on=error): drifted: a, b; "
-                   "could not be checked (status error): c; see r/drift.html")
+                   "could not be checked (status error): b, c; pre-flight findings: a; see r/drift.html")
     assert verdict.verdict_message("acceptance", [(None, ["h"])], "fail_on=error", None).endswith("; see the reports")
     evil = verdict.verdict_message("acceptance", [("error", ["a\x1b]52;c;eA==\x07\nPASS  x"])], "fail_on=error", "r")
     assert not re.search(r"[\x00-\x1f\x7f]", evil) and "a\\x1b]52;c;eA==\\x07\\nPASS  x" in evil
+
+
+def test_a_drift_run_fails_its_drifted_and_unchecked_hosts_whatever_fail_on_says():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import drift_record, drift_verdict
+    drift = {"clean": drift_record([], [], False), "moved": drift_record([{"task": "t"}], [], False),
+             "dead": drift_record([], [{"msg": "x"}], True), "both": drift_record([{"task": "t"}], [{"msg": "x"}], False),
+             "bare": {"changes": [{"task": "t"}]}}               # a record without its status (as tests pass them)
+    failing, msg = drift_verdict(["finding"], drift, "never", "r/drift.html")
+    assert failing == ["bare", "both", "dead", "finding", "moved"]
+    assert msg == ("drift failed for 5 host(s) (dlrack_fail_on=never for the findings): drifted: bare, both, moved; "
+                   "could not be checked (status error): both, dead; pre-flight findings: finding; see r/drift.html")
+    assert drift_verdict([], {"clean": drift["clean"]}, "error", "r") == ([], "")
