@@ -8,10 +8,9 @@ __metaclass__ = type
 
 import contextlib
 import gc
-import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.validation import check_type_path
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -21,6 +20,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils import controller_heap
 # everything ansible-playbook holds (0.18 s for 2,000 hosts), which the freeze spares it.
 CONTROLLER_HEAP_FROZEN = controller_heap.freeze()
 
+from ansible_collections.dlrack.node.plugins.modules.preflight_report import DOCUMENTATION  # noqa: E402
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # noqa: E402
     FAIL_ON_VARS, HOST_VARS, RUN_WIDE_VARS, SETTING_VARS, DriftFileError, HostView, SettingsError, _plain, _same, drift_verdict,
@@ -29,21 +30,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
 
-_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "report_dir": {"type": "str"},
-    "fail_on": {"type": "str", "choices": ["error", "warning", "never"], "default": "error"},
-    "drift": {"type": "dict"},
-    "drift_file": {"type": "path"},
-    "report_prefix": {"type": "str", "default": "report"},
-    "select_only": {"type": "bool", "default": False},
-    "select_first": {"type": "bool", "default": False},
-    "gather": {"type": "bool", "default": False},
-    "use_fact_cache": {"type": "bool", "default": False},
-    "junit_warnings": {"type": "str", "choices": ["skipped", "failed", "passed"], "default": "skipped"},
-    "print_summary": {"type": "bool", "default": False},
-    "publish_stats": {"type": "bool", "default": False},
-}
+# The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
+ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
 
 display = Display()
 
@@ -65,14 +53,13 @@ def _settings_error(messages):
 
 # fail_on as Ansible templated it may be the first host's own (bad) value, which is that host's
 # finding: the run's value is checked once it is settled (ActionModule._settings).
-_SPEC_ANY_FAIL_ON = dict(_SPEC, fail_on={"type": "str", "default": "error"})
+_SPEC_ANY_FAIL_ON = dict(ARGUMENT_SPEC, fail_on=dict((k, v) for k, v in ARGUMENT_SPEC["fail_on"].items() if k != "choices"))
 
 
 def _validated_args(task_args, any_fail_on=False):
-    validation = ArgumentSpecValidator(_SPEC_ANY_FAIL_ON if any_fail_on else _SPEC).validate(task_args)
-    if validation.error_messages:
-        raise _settings_error(validation.error_messages)
-    args = validation.validated_parameters
+    args, errors = validate(_SPEC_ANY_FAIL_ON if any_fail_on else ARGUMENT_SPEC, task_args)
+    if errors:
+        raise _settings_error(errors)
     if not args["select_only"] and args["report_dir"] is not None and not args["report_dir"].strip():
         raise _settings_error(["dlrack_report_dir is empty: set it to the directory where the reports go "
                                "(e.g. -e dlrack_report_dir=reports)"])
@@ -192,6 +179,12 @@ class ActionModule(ActionBase):
             if args.get(option) is None:
                 continue
             seen, missing = own_values(variables, untrusted, hosts, option)
+            if ARGUMENT_SPEC[option].get("type") == "path":
+                # the option is a path (expanded as type path expands it): so are the hosts' own values
+                paths = {}
+                for value, who in seen.items():
+                    paths.setdefault(check_type_path(value), who)
+                seen = paths
             if first_untrusted.intersection(RUN_WIDE_VARS[option]) or (seen and missing):
                 # the option as templated for the first host is its fact, or its own value that
                 # the hosts without one would not get: the run's value is the play's
@@ -253,10 +246,7 @@ class ActionModule(ActionBase):
                 ((h, variables[h]) for h in args["hosts"]), args["gather"], args["use_fact_cache"])
             result["changed"] = False
             return result
-        report_dir = args.get("report_dir")
-        if report_dir is not None:
-            # (an empty one was refused by _validated_args: a mistake, never "no report")
-            report_dir = os.path.expanduser(os.path.expandvars(report_dir))
+        report_dir = args.get("report_dir")   # type path: ~ and $VARS expanded; an empty one was refused
         inputs = {}
         notes = {}
         gather_hosts = []
