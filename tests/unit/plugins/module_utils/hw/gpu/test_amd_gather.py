@@ -207,3 +207,32 @@ def test_amd_smi_runs_through_the_bounded_runner(trees, tmp_path):
     assert time.monotonic() - started < 1 + 3
     assert len(broke) == 1 and broke[0].startswith("amd-smi static --json did not answer within 1 s")
     assert broke[0] in d["errors"] and len(d["gpus"]) == 8 and d["gpus"][0]["memory_mb"] == 196608
+
+
+HY_SMI = os.path.join(AMD, "hy-smi-categraf-readme.json")     # categraf's documented example, not a capture
+
+
+def test_hy_smi_documented_output_parses_and_guesses_nothing(tmp_path):
+    """hy-smi's JSON (rocm-smi's shape: cards by name, every value a string, HCU where rocm-smi
+    says GPU) as categraf documents it: read without error; it names no PCI bus, model or VRAM,
+    so the DCU keeps what sysfs says and nothing is matched by card order."""
+    from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers.amd_smi import parse_rocm_smi
+    with open(HY_SMI) as fh:
+        cards = parse_rocm_smi(fh.read(), "Hygon", "hy-smi --json")
+    assert cards == [{"card": 0, "model": None, "pci_bus_id": None, "memory_mib": None, "serial": None,
+                      "unique_id": None, "numa_node": None, "width": None, "speed_gts": None}]
+    spec = importlib.util.spec_from_file_location("dlrack_amd_trees3", os.path.join(AMD, "build_trees.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    root = str(tmp_path / "node")
+    mod.gpu(root, "0000:41:00.0", "0x6320", "0x038000", (mod.GEN4, "16", mod.GEN4, "16"), 0, "0-31",
+            vendor="0x1d94", card=0)
+    root = with_tools(root, tmp_path, "hy-smi")
+    run = Run({"hy-smi": HY_SMI})
+    got, errors = gpus(root, run)
+    assert errors == [] and [c[0] for c in run.calls] == ["hy-smi"]
+    assert [(g["vendor"], g["pci_bus_id"], g["model"], g["memory_mb"]) for g in got] == [
+        ("hygon", "0000:41:00.0", None, None)]
+    # hy-smi that prints something else than JSON: one line naming the tool, the DCU stays listed
+    got, errors = gpus(root, Run({"hy-smi": (0, '{"card0": {"HCU use (%)": "0"', "")}))
+    assert len(got) == 1 and len(errors) == 1 and errors[0].startswith("hy-smi --json")
