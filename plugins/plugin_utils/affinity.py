@@ -450,6 +450,22 @@ def _amd_entry(entry, gpu):
     entry["device_files"] = mod.device_files(gpu)
 
 
+def _partition_warnings(gpus):
+    """An MI300-class package in a compute partition mode shows as several logical devices
+    (hw/gpu/amd.py): the plan still has one CPU set per package, and ROCm's device indexes
+    (ROCR_VISIBLE_DEVICES) count the logical devices, so an index no longer names a plan entry."""
+    out = []
+    for t in gpus:
+        g = t[2] if isinstance(t, tuple) else t
+        mode = str(g.get("compute_partition") or "spx").lower() if isinstance(g, dict) else "spx"
+        if mode != "spx":
+            out.append("GPU %s is in compute partition mode %s (%s logical devices): the plan has one CPU set per "
+                       "package and ROCm numbers the logical devices, so dlrack-gpu-bind's device indexes do not "
+                       "match the plan; use SPX for pinned jobs" % (g.get("index"), mode.upper(),
+                                                                   g.get("partitions") or "several"))
+    return out
+
+
 def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
                              policy="numa_local", max_cores_per_gpu=0, socket_cpus=None):
     """Plan per-GPU CPU sets; return the full report (see module docstring)."""
@@ -471,6 +487,7 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
     topo = Topology(hw, socket_cpus=socket_cpus)
     warnings = report["warnings"]
     warnings.extend(topo.warnings)
+    warnings.extend(_partition_warnings(gpus))
     reserved = _reserved_cores(topo, opts["reserved_cores_per_socket"])
     report["reserved_cpus"] = format_cpulist(topo.cpus_of(sorted(reserved)))
     units = _units(topo, opts["policy"], warnings)

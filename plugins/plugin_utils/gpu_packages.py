@@ -26,6 +26,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Problem
 
@@ -135,3 +136,29 @@ def declared_count_problems(hw, name):
         problems.extend(p)
         warnings.extend(w)
     return problems, warnings
+
+
+def logical_gpus(gpus):
+    """``(count, note, unknown)`` of the logical devices the entries show as to the runtime: an
+    MI300-class package in a compute partition mode (DPX/QPX/CPX, ``compute_partition``) is
+    ``partitions`` devices, every other entry one. ``note`` says so when a partition mode
+    changed the count (None otherwise: an unpartitioned node's messages stay as they were);
+    ``unknown``: the indexes of partitioned entries whose count is unknown."""
+    count, unknown, modes = 0, [], {}
+    for gpu in gpus:
+        if not isinstance(gpu, dict) or str(gpu.get("compute_partition") or "spx").lower() == "spx":
+            count += 1
+            continue
+        n = amd.logical_devices(gpu)
+        if n is None:
+            unknown.append(gpu.get("index"))
+            n = 1
+        count += n
+        mode = str(gpu["compute_partition"]).upper()
+        modes[mode] = modes.get(mode, 0) + 1
+    note = None
+    if count != len(gpus):
+        note = "%d logical devices: %s" % (count, ", ".join(
+            "%d package%s in compute partition mode %s" % (k, "" if k == 1 else "s", mode)
+            for mode, k in sorted(modes.items())))
+    return count, note, unknown

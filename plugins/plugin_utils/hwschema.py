@@ -115,6 +115,9 @@ _GPU_FIELDS = {
     # issue 21: the packages the entries of a multi-GCD model are (MI250X: count 8, packages 4);
     # checked against the catalogue's gcds_per_package by plugin_utils/gpu_packages.py
     "packages": _int("gpu_count"),
+    # issue 21: an MI300-class package's compute partition mode and the logical devices it shows as
+    "compute_partition": ("enum", ("spx", "dpx", "tpx", "qpx", "cpx")),
+    "partitions": _int("gpu_count"),
     "driver": "data",
     "vendor_id": "data",
     "device_id": "data",

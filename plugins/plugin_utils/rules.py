@@ -444,10 +444,16 @@ def _check_gpu_present(ctx):
       doc="physical CPU cores (all sockets) > number of GPUs; below `recommended_cores_per_gpu` "
           "({recommended_cores_per_gpu}) per GPU is a warning")
 def _check_cores(ctx):
-    n = len(ctx.hw["gpus"] or [])
+    # logical devices: an MI300X in CPX mode is 8 (plugin_utils/gpu_packages.py)
+    n, partitions, unknown = gpu_packages.logical_gpus(ctx.hw["gpus"] or [])
     cores = ctx.hw["cpu"].get("cores")
     rec = ctx.th["recommended_cores_per_gpu"]
-    if cores is None:
+    before = len(ctx.findings)
+    if unknown:
+        ctx.report("warn", cores, "> GPUs", "cannot verify: GPU %s is in a compute partition mode whose number of "
+                   "logical devices is unknown" % ", ".join(str(i) for i in unknown),
+                   "make amdgpu's enforce_isolation readable (one value per partition) or declare the node")
+    elif cores is None:
         ctx.report("warn", None, "> %d" % n, "physical core count is unknown",
                    "declare cpu.model (in the catalogue) or cpu.cores")
     elif n == 0:
@@ -466,6 +472,8 @@ def _check_cores(ctx):
     else:
         ctx.report("pass", cores, ">= %s" % _g(n * rec),
                    "%d physical cores for %d GPUs (%.1f per GPU)" % (cores, n, cores / float(n)))
+    if partitions and len(ctx.findings) > before:
+        ctx.findings[-1]["message"] += " (%s)" % partitions
 
 
 @rule("cpu.pcie_lanes", "CPU PCIe lanes >= 16 x GPUs", "error",

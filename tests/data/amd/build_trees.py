@@ -3,7 +3,9 @@
 mi100-rocm602 / mi100-rocm571: the two real MI100 machines of ../real/amd-rocm-smi-json (bus ids
 and NUMA nodes from the captures; the rest of the node is left out, so rocm-smi must fill it).
 mi300x-8gpu, mi250x-4oam, mi210-2gpu-pcie: built from the kernel's documented formats only;
-mixed-2nvidia-2mi210: two NVIDIA GPUs at the bus ids of a real capture and two MI210.
+mixed-2nvidia-2mi210: two NVIDIA GPUs at the bus ids of a real capture and two MI210;
+mi300x-cpx, mi300x-cpx-no-isolation, mi300x-dpx: MI300X nodes in compute partition modes (formats of
+amdgpu_gfx.c's current_compute_partition and enforce_isolation).
 """
 import importlib.util
 import json
@@ -34,7 +36,8 @@ def fresh(out, name):
 
 
 def gpu(root, bdf, device, cls, link, numa, local, vendor="0x1002", vram=None, product=None, serial=None,
-        unique_id=None, ras=None, bad_pages=None, hive=None, card=None, driver="amdgpu"):
+        unique_id=None, ras=None, bad_pages=None, hive=None, card=None, driver="amdgpu", partition=None,
+        isolation=None):
     d = "/sys/devices/pci0000:00/%s" % bdf
     w(root, d + "/vendor", vendor)
     w(root, d + "/device", device)
@@ -62,6 +65,10 @@ def gpu(root, bdf, device, cls, link, numa, local, vendor="0x1002", vram=None, p
         w(root, d + "/ras/gpu_vram_bad_pages", "".join("0x%08x : 0x00001000 : %s\n" % p for p in bad_pages))
     if hive is not None:
         w(root, d + "/xgmi_hive_info/xgmi_hive_id", str(hive))
+    if partition is not None:       # amdgpu_gfx.c: "%s\n" of SPX|DPX|TPX|QPX|CPX
+        w(root, d + "/current_compute_partition", partition)
+    if isolation is not None:       # amdgpu_gfx.c: one %u per partition, space separated
+        w(root, d + "/enforce_isolation", " ".join("0" for dummy in range(isolation)))
     if card is not None:
         w(root, d + "/drm/card%d/dev" % card, "226:%d" % card)
         w(root, d + "/drm/renderD%d/dev" % (128 + card), "226:%d" % (128 + card))
@@ -107,6 +114,19 @@ def mi300x(out):
                                  "sdma": [("ue", 0), ("ce", 0)]}),
             bad_pages=[(0xc8d, "R")] if i == 3 else [], hive=5179891386347357601, card=i)
     kfd(root, 2, buses, dict((i, [j for j in range(8) if j != i]) for i in range(8)))
+    return root
+
+
+def mi300x_partitioned(out, name, mode, isolation):
+    """8x MI300X in a compute partition mode (CPX: each package 8 logical devices, one per XCD);
+    ``isolation``: values in enforce_isolation (None: the attribute is absent, an older kernel)."""
+    root = fresh(out, name)
+    buses = ["0000:%02x:00.0" % b for b in (0x05, 0x15, 0x65, 0x75, 0x85, 0x95, 0xe5, 0xf5)]
+    for i, bdf in enumerate(buses):
+        gpu(root, bdf, "0x74a1", "0x120000", (GEN5, "16", GEN5, "16"), i // 4,
+            "0-47,96-143" if i < 4 else "48-95,144-191", vram=192 * GIB, product="AMD Instinct MI300X",
+            unique_id="%016x" % (0x6f1f0a2b3c4d5f00 + i), ras=((1 << 14) - 1, {"umc": [("ue", 0), ("ce", 0)]}),
+            card=i, partition=mode, isolation=isolation)
     return root
 
 
@@ -165,7 +185,9 @@ def mi100(out, name, capture):
 def build_all(out):
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
-    return [mi300x(out), mi250x(out), mi210(out), mixed(out), mi100(out, "mi100-rocm602", "telegraf-mi100_rocm602.json"),
+    return [mi300x(out), mi300x_partitioned(out, "mi300x-cpx", "CPX", 8),
+            mi300x_partitioned(out, "mi300x-cpx-no-isolation", "CPX", None),
+            mi300x_partitioned(out, "mi300x-dpx", "DPX", None), mi250x(out), mi210(out), mixed(out), mi100(out, "mi100-rocm602", "telegraf-mi100_rocm602.json"),
             mi100(out, "mi100-rocm571", "telegraf-mi100_rocm571.json")]
 
 

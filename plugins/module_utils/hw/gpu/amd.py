@@ -15,7 +15,14 @@ From sysfs alone, with no ROCm tool installed (formats: the kernel's Documentati
 - the KFD topology ``/sys/class/kfd/kfd/topology/nodes/N/{properties,io_links/M/properties}``
   (drivers/gpu/drm/amd/amdkfd/kfd_topology.c; link ``type 11`` is XGMI, as ROCm's
   rocm_smi_io_link.h reads it): the active XGMI links per GPU and the render node;
-- ``<bdf>/drm/renderD*``: the render node a job needs (with ``/dev/kfd``).
+- ``<bdf>/drm/renderD*``: the render node a job needs (with ``/dev/kfd``);
+- ``<bdf>/current_compute_partition`` (MI300-class: "SPX", "DPX", "TPX", "QPX" or "CPX",
+  drivers/gpu/drm/amd/amdgpu/amdgpu_gfx.c ``amdgpu_gfx_get_current_compute_partition``, the
+  ``xcp_desc`` names) and ``<bdf>/enforce_isolation`` (one 0/1 per partition, space separated:
+  the kernel-doc of ``amdgpu_gfx_get_enforce_isolation``): a package in DPX/QPX/CPX mode shows
+  as 2/4/8 logical devices (``partitions``); SPX is 1, DPX 2, TPX 3, QPX 4 (the modes' names),
+  CPX one per XCC, known from ``enforce_isolation`` only (else unknown). The entry keeps the mode
+  in lower case (``compute_partition: cpx``), as dlrack_hw's enums are.
 
 Then ``amd-smi static --json`` / ``amd-smi metric --json`` when amd-smi is installed, else
 ``rocm-smi --json`` (or Hygon's ``hy-smi --json``), fill what sysfs left unknown. Their parsers
@@ -52,6 +59,9 @@ KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 IOLINK_TYPE_XGMI = 11
 MAX_KFD_NODES = 512
 RENDER_NODE = re.compile(r"^renderD[0-9]{1,4}$")
+# compute partition modes (amdgpu_gfx.c xcp_desc) -> logical devices per package; CPX: one per XCC
+PARTITION_MODES = {"spx": 1, "dpx": 2, "tpx": 3, "qpx": 4, "cpx": None}
+MAX_PARTITIONS = 8          # MAX_XCP in amdgpu_xcp.h
 
 
 def blank_gpu(bus, vendor_id="0x1002"):
@@ -61,7 +71,23 @@ def blank_gpu(bus, vendor_id="0x1002"):
                      "gen_host_max": None, "speed": None, "speed_max": None},
             "ecc_enabled": None, "interconnect": None, "driver": None,
             "vendor": VENDOR_NAMES.get(vendor_id, "amd"), "vendor_id": vendor_id, "device_id": None,
-            "serial": None, "render_node": None, "ras": None, "ecc_errors": None, "retired_pages": None}
+            "serial": None, "render_node": None, "ras": None, "ecc_errors": None, "retired_pages": None,
+            "compute_partition": None, "partitions": None}
+
+
+def _partitions(rd, d, g):
+    """The compute partition mode and the logical devices this package shows as (see the module
+    docstring); a GPU without the attribute (MI100/MI200) keeps both None: one device."""
+    mode = (rd.text(os.path.join(d, "current_compute_partition"), limit=64) or "").strip().lower()
+    if mode not in PARTITION_MODES:
+        return
+    g["compute_partition"] = mode
+    count = PARTITION_MODES[mode]
+    iso = (rd.text(os.path.join(d, "enforce_isolation"), limit=256) or "").split()
+    if iso and len(iso) <= MAX_PARTITIONS and all(v in ("0", "1") for v in iso):
+        if count is None or count == len(iso):
+            count = len(iso)
+    g["partitions"] = count
 
 
 def render_node(gpu):
@@ -80,6 +106,15 @@ def device_files(gpu):
 
 def links_active(gpu):
     return (gpu.get("interconnect") or {}).get("links_active")
+
+
+def logical_devices(gpu):
+    """The logical devices one entry shows as to ROCm: its compute partitions (CPX on an MI300X:
+    8), 1 when not partitioned, None when the mode says more than one but not how many."""
+    if str(gpu.get("compute_partition") or "spx").lower() == "spx":
+        return 1
+    count = gpu.get("partitions")
+    return count if isinstance(count, int) and 0 < count <= MAX_PARTITIONS else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,6 +173,7 @@ def sysfs_gpu(rd, d, bus, vendor_id="0x1002"):
     for name in rd.listdir(os.path.join(d, "drm")):
         if RENDER_NODE.match(name):
             g["render_node"] = name
+    _partitions(rd, d, g)
     return g
 
 

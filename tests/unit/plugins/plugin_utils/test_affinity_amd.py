@@ -102,3 +102,15 @@ def test_bind_rocm_errors_name_the_variable(plan):
         gpu_bind.resolve(plan, env={"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "5"})
     why = gpu_bind.resolve(plan, env={"ROCR_VISIBLE_DEVICES": "4,5", "LOCAL_RANK": "1"})["why"]
     assert why == "LOCAL_RANK=1 -> ROCR_VISIBLE_DEVICES[1]=5"
+
+
+def test_partitioned_package_warns_that_indexes_do_not_match_the_plan():
+    doc = hw()
+    for g in doc["gpus"]:
+        g.update(compute_partition="cpx", partitions=8)
+    warnings = plan_gpu_affinity_report(doc)["warnings"]
+    assert len(warnings) == 8 and warnings[0].startswith("GPU 0 is in compute partition mode CPX (8 logical devices)")
+    doc = hw()
+    for g in doc["gpus"]:
+        g.update(compute_partition="spx", partitions=1)
+    assert plan_gpu_affinity_report(doc)["warnings"] == []

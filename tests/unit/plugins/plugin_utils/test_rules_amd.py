@@ -221,3 +221,32 @@ def test_gcd_entries_that_name_their_device_and_other_models_are_left_alone():
     for gpus in ({"model": "AMD Instinct MI300X", "count": 8}, {"model": "NVIDIA H100 80GB HBM3", "count": 8}):
         res = evaluate_host("gpu-m01", _declared(gpus))
         assert not _schema(res, "warning") and not _schema(res, "error")
+
+
+# --- MI300X compute partitions: one package, several logical devices (issue 21) ---
+
+def _partitioned(mode, partitions, cores=192):
+    gpus = [dict(amd(i), compute_partition=mode, partitions=partitions) for i in range(8)]
+    return node(gpus, 4 << 20, cores=cores)
+
+
+def test_cpx_counts_logical_devices_for_cores_and_packages_for_lanes():
+    out, res = _verdicts(_partitioned("cpx", 8))
+    cores = [x for x in res["findings"] if x["rule"] == "cpu.cores_exceed_gpus"][0]
+    # 192 cores for 64 logical devices is 3 per GPU (below 8); SPX, 8 devices, is 24 per GPU
+    assert out["cpu.cores_exceed_gpus"] == "warn" and cores["required"] == ">= 512 (8 per GPU)"
+    assert cores["message"] == ("192 physical cores for 64 GPUs is 3.0 per GPU, below the recommended 8 "
+                                "(64 logical devices: 8 packages in compute partition mode CPX)")
+    lanes = [x for x in res["findings"] if x["rule"] == "cpu.pcie_lanes"][0]
+    assert out["cpu.pcie_lanes"] == "pass" and "128" in lanes["required"]
+    out, res = _verdicts(_partitioned("spx", 1))
+    assert out["cpu.cores_exceed_gpus"] == "pass"
+    assert "compute partitions" not in [x for x in res["findings"] if x["rule"] == "cpu.cores_exceed_gpus"][0]["message"]
+    out, dummy = _verdicts(_partitioned("cpx", 8, cores=48))
+    assert out["cpu.cores_exceed_gpus"] == "fail"           # 48 cores for 64 logical devices
+
+
+def test_cpx_with_unknown_partition_count_cannot_be_verified():
+    out, res = _verdicts(_partitioned("cpx", None))
+    f = [x for x in res["findings"] if x["rule"] == "cpu.cores_exceed_gpus"][0]
+    assert out["cpu.cores_exceed_gpus"] == "warn" and f["message"].startswith("cannot verify: GPU 0, 1, 2")

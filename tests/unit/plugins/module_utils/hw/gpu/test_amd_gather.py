@@ -236,3 +236,15 @@ def test_hy_smi_documented_output_parses_and_guesses_nothing(tmp_path):
     # hy-smi that prints something else than JSON: one line naming the tool, the DCU stays listed
     got, errors = gpus(root, Run({"hy-smi": (0, '{"card0": {"HCU use (%)": "0"', "")}))
     assert len(got) == 1 and len(errors) == 1 and errors[0].startswith("hy-smi --json")
+
+
+@pytest.mark.parametrize("tree, mode, partitions", [
+    ("mi300x-cpx", "cpx", 8),                   # one logical device per XCD: enforce_isolation has 8 values
+    ("mi300x-cpx-no-isolation", "cpx", None),   # CPX without enforce_isolation: how many is unknown
+    ("mi300x-dpx", "dpx", 2),                   # DPX is 2 by its name
+    ("mi300x-8gpu", None, None),                # no attribute: not partitioned
+])
+def test_mi300x_compute_partition_from_sysfs(trees, tree, mode, partitions):
+    got, errors = gpus(trees(tree))
+    assert errors == [] and len(got) == 8        # one entry per package (PCI device)
+    assert all((g["compute_partition"], g["partitions"]) == (mode, partitions) for g in got)
