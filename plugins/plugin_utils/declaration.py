@@ -88,7 +88,20 @@ UNSAFE_TAG = "!unsafe"
 
 
 class _Unsafe(dict):
-    """The declaration's mapping, written with the tag ``!unsafe`` (see _dumper)."""
+    """A mapping of the declaration, written with the tag ``!unsafe`` (see _dumper)."""
+
+
+class _UnsafeList(list):
+    """A sequence of the declaration, written with the tag ``!unsafe`` (see _dumper)."""
+
+
+def _tagged(value):
+    """``value`` with every mapping and sequence in it (at every depth) to be written tagged."""
+    if isinstance(value, dict):
+        return _Unsafe((k, _tagged(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return _UnsafeList(_tagged(v) for v in value)
+    return value
 
 
 def _dumper():
@@ -98,7 +111,13 @@ def _dumper():
     serial keeps its real value, which refusing or rewriting such strings would not. The tag is
     on the mapping, not on each string: ansible-core 2.19 resolves a scalar tagged ``!unsafe`` as
     if it were plain (``!unsafe '0000:01:00.0'`` would read as a number), while the strings inside
-    the mapping keep the quotes that make them strings."""
+    the mapping keep the quotes that make them strings.
+
+    Every mapping and sequence inside carries the tag too (_tagged), not only the top one:
+    ansible-core 2.16 (to 2.18) builds a tagged mapping without its nested mappings and sequences
+    (its constructor copies them while they are still empty: ``cpu: {}``, ``gpus: []``), so a
+    declaration tagged once read back empty there. Tagged at each level, each is built whole
+    before its parent, on every release."""
     import yaml  # controller side only
 
     class Dumper(yaml.SafeDumper):
@@ -107,7 +126,11 @@ def _dumper():
     def represent_unsafe(dumper, value):
         return dumper.represent_mapping(UNSAFE_TAG, value)
 
+    def represent_unsafe_list(dumper, value):
+        return dumper.represent_sequence(UNSAFE_TAG, value)
+
     Dumper.add_representer(_Unsafe, represent_unsafe)
+    Dumper.add_representer(_UnsafeList, represent_unsafe_list)
     return Dumper
 
 
@@ -122,7 +145,7 @@ def declaration_yaml(gathered, host, identity=False):
               "# see plugins/plugin_utils/declaration.py. Edit freely: this is now the declaration.\n"
               "# !unsafe: these values came from the node; Ansible never templates them (keep the tag).\n"
               % (_comment(host), "" if identity else " and per-unit ids (serials, UUIDs, WWNs)"))
-    body = yaml.dump({"dlrack_hw": _Unsafe(doc)}, Dumper=_dumper(), default_flow_style=False, sort_keys=False,
+    body = yaml.dump({"dlrack_hw": _tagged(doc)}, Dumper=_dumper(), default_flow_style=False, sort_keys=False,
                      allow_unicode=True, width=100)
     return "---\n" + header + body
 

@@ -38,6 +38,10 @@ PROTECTED_FACTS = frozenset(v for v in HOST_VARS + SETTING_VARS if v not in ("dl
 
 
 _EXACT = (str, int, float, bool, type(None))
+# The text of a str subclass as a plain str. Not str(value): ansible-core 2.16-2.18's
+# AnsibleUnsafeText.__str__ returns the unsafe object itself (so that string operations keep the
+# marking), which made _plain_raw recurse until RecursionError on every gathered host.
+_text = str.__str__
 
 
 def _plain(value):
@@ -53,7 +57,7 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, str):
-        return str(value)
+        return _text(value)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -87,7 +91,7 @@ def _plain_raw(value):
     if isinstance(value, (list, tuple)):
         return [_plain_raw(v) for v in value]
     if isinstance(value, str):
-        return _plain_raw(str(value))
+        return _plain_raw(_text(value))
     if isinstance(value, _PLAIN_TYPES):
         return _plain(value)
     raise _Template()
@@ -95,7 +99,7 @@ def _plain_raw(value):
 
 def _plain_raw_key(key):
     if isinstance(key, str):
-        return _plain_raw(str(key))
+        return _plain_raw(_text(key))
     if isinstance(key, _PLAIN_TYPES):
         return str(key)
     raise _Template()
@@ -132,7 +136,7 @@ class HostView(object):
         try:
             return _plain_raw(value)
         except _Template:
-            return str(value) if isinstance(value, str) else repr(value)
+            return _text(value) if isinstance(value, str) else repr(value)
 
 
 def host_view(hostvars, host):
