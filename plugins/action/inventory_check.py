@@ -11,7 +11,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import controller_heap
-from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import inventory_problems
+from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import inventory_problems, inventory_warnings
 
 # The entry points' first step: freeze the controller's heap here as preflight_report does when it
 # loads (plugin_utils/controller_heap.py), so that this step costs no collection over the inventory.
@@ -33,4 +33,7 @@ class ActionModule(ActionBase):
         if found:
             raise AnsibleActionFail("; ".join(found))
         result.update(changed=False, msg="inventory: every source parsed")
+        warnings = inventory_warnings(manager)   # host names Ansible's own output would print raw
+        if warnings:
+            result["warnings"] = warnings
         return result

@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, has_control
+
 
 def _ignored():
     try:
@@ -102,6 +104,29 @@ def host_name_problems(names, cache_plugin=None):
                        "rename the host in the inventory (its address goes in ansible_host)"
                        % (shown, why, cache_plugin))
     return out
+
+
+def host_name_warnings(names, shown_max=5):
+    """One warning naming the hosts whose names hold a control character (ESC, BEL, a line feed,
+    a bidirectional override... safe_text.has_control), escaped; [] when none does. Every console
+    line of this collection shows such a name escaped, but Ansible's own output - its task headers
+    (``ok: [host]``), failure lines and the PLAY RECAP - prints host names as they are, so the
+    characters reach the operator's terminal raw (OSC 52 can write the clipboard, a line feed forges
+    a line). Ansible has no setting to escape them: rename the host (docs/trust.md)."""
+    bad = [str(n) for n in names if has_control(str(n))]
+    if not bad:
+        return []
+    shown = ", ".join(console(n[:60]) + ("..." if len(n) > 60 else "") for n in bad[:shown_max])
+    more = " and %d more" % (len(bad) - shown_max) if len(bad) > shown_max else ""
+    return ["%d host name(s) hold control characters: %s%s. Ansible prints host names as they are in its task "
+            "headers and PLAY RECAP (this collection's own lines show them escaped): rename the hosts in the "
+            "inventory with plain characters (the address goes in ansible_host)" % (len(bad), shown, more)]
+
+
+def inventory_warnings(inventory):
+    """host_name_warnings() for an Ansible InventoryManager."""
+    data = getattr(inventory, "_inventory", None)
+    return host_name_warnings(list(getattr(data, "hosts", None) or {}))
 
 
 def inventory_problems(inventory, cache_plugin=None):

@@ -73,3 +73,28 @@ def test_host_names_a_file_cache_cannot_store():
     assert found[0].startswith("host name %s... is 300 bytes long: the fact cache (fact_caching=jsonfile)" % ("x" * 60))
     assert found[1].startswith("host name ../../etc/cron.d/x holds a path separator")
     assert host_name_problems(names, "memory") == []
+
+
+def test_host_names_with_control_characters_are_named_escaped(tmp_path):
+    """18.8 (d): Ansible's task headers and PLAY RECAP print host names raw, so inventory_check
+    warns about a name holding ESC/BEL/a line feed, escaped, parsed by Ansible's own inventory."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import inventory_warnings
+
+    inv = tmp_path / "hosts.yml"
+    inv.write_text('all:\n  hosts:\n    "gpu\\e]52;c;eA==\\aok\\nPASS  forged": {}\n    plain-01: {}\n    "gpu\\u202eevil": {}\n')
+    manager = InventoryManager(loader=DataLoader(), sources=[str(inv)])
+    assert sorted(manager._inventory.hosts) == ["gpu\x1b]52;c;eA==\x07ok\nPASS  forged", "gpu\u202eevil", "plain-01"]
+    [warning] = inventory_warnings(manager)
+    assert warning.startswith("2 host name(s) hold control characters: ")
+    assert "gpu\\x1b]52;c;eA==\\x07ok\\nPASS  forged" in warning and "gpu\\u202eevil" in warning
+    assert "plain-01" not in warning and "\x1b" not in warning and "\n" not in warning and "\u202e" not in warning
+    assert "rename the hosts in the inventory" in warning
+    assert _check(inv) == []                      # a warning, not a refusal: the run goes on
+
+
+def test_host_name_warnings_are_bounded():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import host_name_warnings
+
+    assert host_name_warnings(["a", "b-01"]) == []
+    [warning] = host_name_warnings(["h\x07%d%s" % (i, "x" * 100) for i in range(10000)])
+    assert warning.startswith("10000 host name(s)") and " and 9995 more." in warning and len(warning) < 1000
