@@ -250,3 +250,43 @@ def test_an_acceptance_host_whose_module_never_ran_is_named_by_its_stderr_never_
     [m] = [m for m in doc["hosts"]["shim-1"]["measurements"] if m["name"] == "host.measured"]
     assert m["verdict"] == "error" and "the node printed: pyenv: python3.13: command not found" in m["reason"], m
     assert '{{ lookup("pipe", "touch %s") }}' % marker in m["reason"], m
+
+
+def _ssh_that_goes_away(tmp_path, name):
+    """Connection variables of a host reached through a stand-in ssh client (ansible_ssh_executable):
+    its first call - the provisioning play's setup - gets a canned answer, and from then on it
+    exits 255 with OpenSSH's connection-refused message, as ssh does when a host goes away (Ansible's
+    ssh connection reads exit status 255 as unreachable). Nothing is ever run on this machine."""
+    count = tmp_path / ("%s.calls" % name)
+    script = tmp_path / ("%s-ssh" % name)
+    script.write_text(
+        "#!/bin/sh\n"
+        "n=$(cat %(count)s 2>/dev/null || echo 0); n=$((n + 1)); echo $n > %(count)s\n"
+        "cat > /dev/null\n"
+        "if [ $n -le 1 ]; then echo '{\"changed\": false, \"ansible_facts\": {\"ansible_system\": \"Linux\"}}'; exit 0; fi\n"
+        "echo 'ssh: connect to host %(name)s port 22: Connection refused' >&2\n"
+        "exit 255\n" % {"count": count, "name": name})
+    script.chmod(0o755)
+    return {"ansible_connection": "ssh", "ansible_host": "%s.invalid" % name, "ansible_ssh_executable": str(script),
+            "ansible_python_interpreter": "/usr/bin/python3", "ansible_ssh_retries": 0}, count
+
+
+def test_site_writes_its_report_when_every_host_goes_away_in_the_middle_of_a_role(tmp_path):
+    # 18.4: both hosts pass the pre-flight (declared), answer the provisioning play's setup, then
+    # cannot be reached in storage_tiers: before, Ansible ended the playbook after that play (every
+    # host of the batch unreachable) and site.json was never written
+    reports = tmp_path / "reports"
+    hosts = {}
+    counts = []
+    for name in ("away-01", "away-02"):
+        conn, count = _ssh_that_goes_away(tmp_path, name)
+        hosts[name] = dict(conn, dlrack_hw=GOOD, dlrack_external_archive="nfs://archive/raw")
+        counts.append(count)
+    rc, out, took = _play(tmp_path, "site.yml", hosts, "-e", "dlrack_report_dir=%s" % reports)
+    assert rc != 0, out[-3000:]
+    assert all(int(c.read_text()) >= 2 for c in counts), out[-3000:]      # setup answered, then gone in a role
+    assert "UNREACHABLE" in out and "dlrack.node.storage_tiers" in out, out[-3000:]
+    site = json.loads((reports / "site.json").read_text())
+    assert set(site["hosts"]) == {"away-01", "away-02"}, out[-3000:]
+    assert "provisioned: none" in out, out[-3000:]
+    assert took < 120, took
