@@ -461,8 +461,8 @@ def _partition_warnings(gpus):
         if mode != "spx":
             out.append("GPU %s is in compute partition mode %s (%s logical devices): the plan has one CPU set per "
                        "package and ROCm numbers the logical devices, so dlrack-gpu-bind's device indexes do not "
-                       "match the plan; use SPX for pinned jobs" % (g.get("index"), mode.upper(),
-                                                                   g.get("partitions") or "several"))
+                       "match the plan; use SPX for pinned jobs"
+                       % (g.get("index"), mode.upper(), g.get("partitions") or "several"))
     return out
 
 

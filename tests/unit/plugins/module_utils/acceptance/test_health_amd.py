@@ -70,6 +70,8 @@ def test_mixed_node_gets_both_vendors_and_nvidia_only_is_unchanged(trees):
     assert doc["status"] == "error"
     # an NVIDIA-only node: exactly gpu_health's document
     root = sysfs_tree("esc8000a-e12")
-    run = lambda argv, t: (0, xml, "")      # noqa: E731
+
+    def run(argv, timeout):
+        return 0, xml, ""
     assert ah.node_gpu_health("/usr/bin/nvidia-smi", run, root=root) == ah.gpu_health("/usr/bin/nvidia-smi", run)
     assert ah.node_gpu_health(None, None, root=root) == ah.gpu_health(None, None)

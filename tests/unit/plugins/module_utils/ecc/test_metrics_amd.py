@@ -96,6 +96,7 @@ def test_amd_ras_collector_up_and_read_problems_named(amd_tree, tmp_path, capsys
     err = capsys.readouterr().err
     assert "dlrack-ecc-collector:" in err and "0000:75:00.0/ras/umc_err_count" in err
     # the whole AMD read fails: not up, the host EDAC metrics are still written
+
     def boom(*args, **kwargs):
         raise ValueError("odd tree")
     monkeypatch.setattr(metrics, "gather_gpus", boom)
