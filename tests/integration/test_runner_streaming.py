@@ -4,14 +4,22 @@ ansible-runner's `process` step (its Python API, which gives the Runner AWX read
 events, artifact_data). The same run through ansible_runner.run (ansible-playbook underneath) must
 give the same status, rc, published verdict and report. Declared hosts: nothing is contacted. The
 worker runs on this machine, so the absolute playbook and inventory paths are valid there (in an
-AWX execution environment they are the project's paths inside the container)."""
+AWX execution environment they are the project's paths inside the container).
+
+drift.yml and site.yml run the same way on hosts that need no container: an unreachable host (ssh
+to a port where nothing listens), a declared host that fails the pre-flight, and this machine over
+the local connection (drift in check mode with a storage check that fails; site with its roles
+switched off, so it gathers facts and reports without changing this machine). Both paths must give
+the same status, exit code, published stats, failing tasks and messages, and report set."""
 import json
 import os
 import subprocess
+import time
 
 import ansible_runner
 
 from awxrules import awx_sliced_hosts
+from hwdocs import GOOD
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, ".venv", "bin")
@@ -20,24 +28,25 @@ ENV = {"ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"), "ANSIBLE_COLLECTIONS
        "ANSIBLE_NOCOLOR": "1", "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
 
 
-def _pdd(path, extravars):
+def _pdd(path, extravars, env=ENV):
     os.makedirs(os.path.join(str(path), "env"))
     with open(os.path.join(str(path), "env", "extravars"), "w") as fh:
         json.dump(extravars, fh)
     with open(os.path.join(str(path), "env", "envvars"), "w") as fh:
-        json.dump(ENV, fh)
+        json.dump(env, fh)
     return str(path)
 
 
-def _streamed(tmp_path, playbook, extravars, limit=None):
-    pdd = _pdd(tmp_path / "transmit", extravars)
+def _streamed(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=ENV):
+    pdd = _pdd(tmp_path / "transmit", extravars, env)
     cmd = [os.path.join(BIN, "ansible-runner"), "transmit", pdd, "-p", os.path.join(ROOT, playbook),
-           "--inventory", INVENTORY] + (["--limit", limit] if limit else [])
+           "--inventory", inventory] + (["--limit", limit] if limit else []) + (
+        ["--cmdline", cmdline] if cmdline else [])
     stream = tmp_path / "stream"
     with open(str(stream), "wb") as out:
-        transmit = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=dict(os.environ, **ENV))
+        transmit = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=dict(os.environ, **env))
         worker = subprocess.Popen([os.path.join(BIN, "ansible-runner"), "worker"], stdin=transmit.stdout,
-                                  stdout=out, env=dict(os.environ, **ENV))
+                                  stdout=out, env=dict(os.environ, **env))
         transmit.stdout.close()
         worker_rc = worker.wait(timeout=600)
         assert transmit.wait(timeout=60) == 0
@@ -49,11 +58,12 @@ def _streamed(tmp_path, playbook, extravars, limit=None):
     return processed, worker_rc
 
 
-def _direct(tmp_path, playbook, extravars, limit=None):
+def _direct(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=ENV):
     pdd = tmp_path / "direct"
     pdd.mkdir()
     return ansible_runner.run(private_data_dir=str(pdd), project_dir=ROOT, playbook=os.path.join(ROOT, playbook),
-                              inventory=INVENTORY, limit=limit, extravars=extravars, envvars=ENV, quiet=True, timeout=600)
+                              inventory=inventory, limit=limit, extravars=extravars, envvars=env, cmdline=cmdline,
+                              quiet=True, timeout=600)
 
 
 def _events(runner):
@@ -113,3 +123,74 @@ def test_report_merge_streamed(tmp_path):
     (host, msg), = _failed(merged)
     assert "pre-flight failed for 5 host(s)" in msg
     assert _doc(tmp_path / "fleet" / "report.json")["summary"]["fail"] == 5
+
+
+# 127.0.0.2 port 1: nothing listens there, the connection is refused at once (as in test_drift.py).
+DEAD = {"ansible_host": "127.0.0.2", "ansible_port": 1, "ansible_connection": "ssh",
+        "ansible_ssh_common_args": "-o ConnectTimeout=5"}
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": os.path.join(BIN, "python")}
+BAD = {"schema": 1, "source": "declared", "cpu": {"model": "AMD EPYC 7763 64-Core Processor", "sockets": -2},
+       "gpu": {"model": "NVIDIA A100-SXM4-80GB", "count": 8}}
+
+
+def _inventory(tmp_path, hosts):
+    """(inventory path, environment): the run's fact cache is its own (ansible.cfg's ./.cache/facts
+    would hand this machine's gathered hardware from another test's run to the pre-flight)."""
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps({"all": {"hosts": hosts, "vars": {"dlrack_become": False}}}))
+    return str(path), dict(ENV, ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"))
+
+
+def _same(tmp_path, streamed, rc, direct, prefix):
+    """Both paths gave the same run: status, exit code, published stats, failing tasks and their
+    messages (the report directory's name aside), and the same report set and JSON report."""
+    assert (streamed.status, rc) == (direct.status, direct.rc)
+    assert _stats(streamed) == _stats(direct)
+    assert [(h, m.replace("r-stream", "r-direct")) for h, m in _failed(streamed)] == _failed(direct)
+    assert sorted(os.listdir(str(tmp_path / "r-stream"))) == sorted(os.listdir(str(tmp_path / "r-direct")))
+    assert _doc(tmp_path / "r-stream" / (prefix + ".json")) == _doc(tmp_path / "r-direct" / (prefix + ".json"))
+
+
+def test_drift_streamed_gives_what_ansible_playbook_gives(tmp_path):
+    live = dict(LOCAL, dlrack_thresholds={"min_gpus": 0}, dlrack_ecc=False, dlrack_affinity=False,
+                # the storage check fails: a device that does not exist
+                storage_tiers_hot_devices=["/dev/dlrack-test-missing"], storage_tiers_cold_enabled=False)
+    inventory, env = _inventory(tmp_path, {"dead-1": DEAD, "live-1": live})
+    t0 = time.monotonic()
+    streamed, rc = _streamed(tmp_path, "playbooks/drift.yml", {"dlrack_report_dir": str(tmp_path / "r-stream")},
+                             inventory=inventory, cmdline="--check --diff", env=env)
+    t1 = time.monotonic()
+    direct = _direct(tmp_path, "playbooks/drift.yml", {"dlrack_report_dir": str(tmp_path / "r-direct")},
+                     inventory=inventory, cmdline="--check --diff", env=env)
+    print("drift: streamed %.1f s, direct %.1f s" % (t1 - t0, time.monotonic() - t1))
+    assert direct.status == "failed" and direct.rc == 2
+    _same(tmp_path, streamed, rc, direct, "drift")
+    drift = _doc(tmp_path / "r-stream" / "drift.json")["drift"]
+    assert drift["dead-1"]["status"] == "error" and drift["dead-1"]["unreachable"] is True
+    assert drift["live-1"]["status"] == "error" and "/dev/dlrack-test-missing" in json.dumps(drift["live-1"]["failures"])
+    assert sorted(h for h, dummy in _failed(streamed) if h in ("dead-1", "live-1")) == ["dead-1", "live-1"]
+
+
+def _site(tmp_path, hosts):
+    off = {"dlrack_storage": False, "dlrack_ecc": False, "dlrack_affinity": False}
+    inventory, env = _inventory(tmp_path, dict((h, dict(v, **off)) for h, v in hosts.items()))
+    t0 = time.monotonic()
+    streamed, rc = _streamed(tmp_path, "playbooks/site.yml", {"dlrack_report_dir": str(tmp_path / "r-stream")},
+                             inventory=inventory, env=env)
+    t1 = time.monotonic()
+    direct = _direct(tmp_path, "playbooks/site.yml", {"dlrack_report_dir": str(tmp_path / "r-direct")},
+                     inventory=inventory, env=env)
+    print("site: streamed %.1f s, direct %.1f s" % (t1 - t0, time.monotonic() - t1))
+    assert direct.status == "failed" and direct.rc == 2
+    _same(tmp_path, streamed, rc, direct, "site")
+    hosts = _doc(tmp_path / "r-stream" / "site.json")["hosts"]
+    return dict(_failed(streamed)), _stats(streamed), {h: hosts[h]["status"] for h in hosts}
+
+
+def test_site_streamed_gives_what_ansible_playbook_gives(tmp_path):
+    """site.yml: an unreachable host fails naming why, this machine is provisioned (its roles
+    switched off: facts gathered, nothing changed) and reported."""
+    failed, stats, status = _site(tmp_path, {"dead-1": dict(DEAD, dlrack_hw=GOOD), "live-1": dict(LOCAL, dlrack_hw=GOOD)})
+    assert sorted(failed) == ["dead-1"] and failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
+    assert status == {"dead-1": "pass", "live-1": "pass"}
+    assert not stats.get("dlrack_preflight_failed_hosts")
