@@ -22,7 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
+from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import HOST_LIST_MAX_CHARS, console, host_list
 
 LEVELS = ("pass", "warning", "error")
 FAIL_ON = ("error", "warning", "never")
@@ -106,12 +106,17 @@ def verdict_message(what, groups, setting, where):
     fails. ``what``: the run ("pre-flight", "acceptance", "drift"); ``groups``: [(label or None,
     [hosts])] - the hosts by why they fail (a host may be in more than one; it is counted once);
     ``setting``: the fail_on text, e.g. "dlrack_fail_on=error"; ``where``: the HTML report or the
-    report directory. Host names are console text (control characters escaped)."""
-    seen, parts = set(), []
+    report directory. Host names are console text (control characters escaped), and bounded: the
+    groups' names take about HOST_LIST_MAX_CHARS together (safe_text.host_list: every name, else
+    the hostlist form, else the first hosts and the count of the rest), so a 10,000-host job's
+    verdict is one readable line, not 66 kB."""
+    seen, parts, budget = set(), [], HOST_LIST_MAX_CHARS
     for label, hosts in groups:
         seen.update(hosts)
         if hosts:
-            parts.append(("%s: " % label if label else "") + ", ".join(str(h) for h in hosts))
+            names = host_list(hosts, max_chars=max(budget, 0))
+            budget -= len(names)
+            parts.append(("%s: " % label if label else "") + names)
     if not seen:
         return ""
     return console("%s failed for %d host(s) (%s): %s; see %s" % (
