@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Node-side Python ships one way (docs/node_code.md): module_utils files copied by the roles.
+"""Node-side Python ships one way (docs/node_code.md): module_utils files installed by dlrack.node.node_code.
 
 Every file a role lists exists, each list is import-closed, everything else imported is standard
 library, the files parse as Python 3.6, and the layout works from an *installed* collection
@@ -13,8 +13,9 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
-from nodelib import NODE_ROLES, PKG, ROOT, install_node_lib, module_utils_files, role_vars
+from nodelib import NODE_ROLES, ROOT, install_node_lib, module_utils_files
 
 COLLECTION_PREFIX = "ansible_collections.dlrack.node.plugins.module_utils"
 STDLIB = frozenset(sys.stdlib_module_names)
@@ -39,11 +40,37 @@ def _as_file(module):
     return rel + "/__init__.py" if os.path.isdir(src) else rel + ".py"
 
 
+LIB_DIR_VAR = {"ecc_monitor": "ecc_monitor_lib_dir", "gpu_affinity": "gpu_affinity_lib_dir",
+               "scheduler": "scheduler_health_check_lib_dir"}
+
+
+def _tasks(role):
+    """Every task of a role's tasks/*.yml, blocks flattened."""
+    found = []
+
+    def walk(items):
+        for task in items or []:
+            found.append(task)
+            for key in ("block", "rescue", "always"):
+                walk(task.get(key))
+    tasks_dir = os.path.join(ROOT, "roles", role, "tasks")
+    for name in sorted(os.listdir(tasks_dir)):
+        with open(os.path.join(tasks_dir, name)) as f:
+            walk(yaml.safe_load(f))
+    return found
+
+
 @pytest.mark.parametrize("role", NODE_ROLES)
-def test_role_copies_from_the_collections_module_utils(role):
-    v = role_vars(role)
-    assert v["__%s_module_utils_src" % role] == "{{ role_path }}/../../plugins/module_utils"
-    assert v["__%s_pkg_dir" % role].endswith("/" + PKG.replace(os.sep, "/"))
+def test_role_installs_its_list_from_the_collection_in_one_node_code_task(role):
+    """The role's list goes to its lib dir through dlrack.node.node_code (one module run; the
+    action reads the files from the collection's plugins/module_utils), never file by file."""
+    ships = [t for t in _tasks(role) if "dlrack.node.node_code" in t]
+    assert len(ships) == 1, "roles/%s: one dlrack.node.node_code task" % role
+    args = ships[0]["dlrack.node.node_code"]
+    assert args == {"files": "{{ __%s_module_utils }}" % role, "lib_dir": "{{ %s }}" % LIB_DIR_VAR[role]}
+    for task in _tasks(role):
+        copy = task.get("ansible.builtin.copy") or {}
+        assert "module_utils" not in str(copy.get("src", "")), "roles/%s copies module_utils file by file" % role
     for name in module_utils_files(role):
         assert os.path.isfile(os.path.join(ROOT, "plugins", "module_utils", name)), name
     # no collection code kept as a copy inside the role
@@ -102,8 +129,8 @@ def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):
 @pytest.mark.skipif(not shutil.which("ansible-galaxy", path=os.path.dirname(sys.executable)),
                     reason="ansible-galaxy of this venv")
 def test_layout_works_from_an_installed_collection(tmp_path):
-    """ansible-galaxy collection install keeps roles/ and plugins/ side by side, so each role's
-    role_path/../../plugins/module_utils resolves there too."""
+    """An installed collection has every listed file in the plugins/module_utils beside the
+    node_code action (which reads them there), and a node lib built from it imports."""
     src = tmp_path / "src"
     src.mkdir()
     for item in ("galaxy.yml", "meta", "plugins", "roles"):
@@ -120,8 +147,10 @@ def test_layout_works_from_an_installed_collection(tmp_path):
     subprocess.run([galaxy, "collection", "install", "--no-deps", "--force", "-p", str(tmp_path / "inst"),
                     str(tmp_path / "out" / tarball)], check=True, stdout=subprocess.PIPE, env=env)
     installed = str(tmp_path / "inst" / "ansible_collections" / "dlrack" / "node")
+    # the node_code action reads plugins/module_utils next to its own plugins/action
+    assert os.path.isfile(os.path.join(installed, "plugins", "action", "node_code.py"))
     for role in NODE_ROLES:
-        mu = os.path.join(installed, "roles", role, "..", "..", "plugins", "module_utils")
+        mu = os.path.join(installed, "plugins", "module_utils")
         for name in module_utils_files(role, installed):
             assert os.path.isfile(os.path.join(mu, name)), (role, name)
     lib = install_node_lib(str(tmp_path / "lib"), root=installed)
