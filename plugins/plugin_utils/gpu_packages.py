@@ -162,3 +162,28 @@ def logical_gpus(gpus):
             "%d package%s in compute partition mode %s" % (k, "" if k == 1 else "s", mode)
             for mode, k in sorted(modes.items())))
     return count, note, unknown
+
+
+def package_count_hint(declared_gpus, gathered_gpus):
+    """The remedy for a GPU count mismatch where the declaration counted packages: the gathered
+    entries (one per GCD, as the kernel lists them) of one multi-GCD model are exactly the
+    declared count x gcds_per_package. None when that is not the case."""
+    gathered = [g for g in gathered_gpus or [] if isinstance(g, dict)]
+    if not gathered or not declared_gpus:
+        return None
+    specs = set()
+    cache = {}
+    for g in gathered:
+        spec = _multi_gcd_spec(g.get("model"), cache)
+        if spec is None:
+            return None
+        specs.add(spec["model"])
+    if len(specs) != 1:
+        return None
+    spec = cache[gathered[0].get("model")]
+    gcds = int(spec["gcds_per_package"])
+    if len(gathered) != len(declared_gpus) * gcds:
+        return None
+    return ("the declaration counts packages: the node lists %d %s GCDs (%d per package) = the declared %d packages; "
+            "entries count logical devices: declare count: %d with packages: %d"
+            % (len(gathered), gathered[0].get("model"), gcds, len(declared_gpus), len(gathered), len(declared_gpus)))

@@ -250,3 +250,18 @@ def test_cpx_with_unknown_partition_count_cannot_be_verified():
     out, res = _verdicts(_partitioned("cpx", None))
     f = [x for x in res["findings"] if x["rule"] == "cpu.cores_exceed_gpus"][0]
     assert out["cpu.cores_exceed_gpus"] == "warn" and f["message"].startswith("cannot verify: GPU 0, 1, 2")
+
+
+def test_gathered_gcds_against_a_declaration_of_packages_names_the_fix():
+    gathered = node([amd(i, "AMD Instinct MI250X", 65536, 3) for i in range(8)], 2 << 20, cores=64, lanes=128)
+    declared = _declared({"model": "AMD Instinct MI250X", "count": 4})
+    res = evaluate_host("gpu-m01", gathered, declared=declared)
+    (f,) = [x for x in res["findings"] if x["rule"] == "inventory.matches_declared" and "gpus.count" in x["message"]]
+    assert f["message"] == "gpus.count: declared 4, gathered 8"
+    assert f["remedy"] == ("the declaration counts packages: the node lists 8 AMD Instinct MI250X GCDs (2 per package) "
+                           "= the declared 4 packages; entries count logical devices: declare count: 8 with packages: 4")
+    # a real shortfall (6 of 8 GCDs seen) keeps the usual remedy
+    res = evaluate_host("gpu-m01", node([amd(i, "AMD Instinct MI250X", 65536, 3) for i in range(6)], 2 << 20,
+                                        cores=64, lanes=128), declared=_declared({"model": "AMD Instinct MI250X", "count": 8}))
+    (f,) = [x for x in res["findings"] if x["rule"] == "inventory.matches_declared" and "gpus.count" in x["message"]]
+    assert f["remedy"].startswith("fix the hardware")
