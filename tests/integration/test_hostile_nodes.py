@@ -285,7 +285,9 @@ def test_the_console_shows_control_characters_escaped(tmp_path):
     # and the verdict fails although the host's name is no host pattern (it fails on localhost)
     assert "pre-flight failed for 1 host(s)" in run.stdout
     # Ansible's own lines (task headers, the recap) print the name raw: inventory_check names it first
-    assert "[WARNING]: 1 host name(s) hold control characters: gpu\\x1bc\\x07\\x9b2J\\nPASS  forged. " in run.stdout
+    # (whitespace folded: ansible-core 2.16 wraps a warning at 80 columns)
+    assert "[WARNING]: 1 host name(s) hold control characters: gpu\\x1bc\\x07\\x9b2J\\nPASS forged. " in " ".join(
+        run.stdout.split())
 
 
 def test_a_failing_hosts_facts_cannot_skip_the_verdict(tmp_path):
@@ -317,7 +319,7 @@ def test_a_bad_own_fail_on_is_that_hosts_error_wherever_it_stands(tmp_path):
     run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports,
                    "dlrack_fail_on=sometimes")
     assert run.returncode == 2 and "bad run-wide setting, nothing was validated" in run.stdout, run.stdout
-    assert "fail_on (variable dlrack_fail_on)" in run.stdout
+    assert "fail_on (variable dlrack_fail_on)" in " ".join(run.stdout.split())   # (2.16 wraps the message)
 
 
 def test_the_first_hosts_own_dlrack_gather_gathers_that_host_only(tmp_path):
