@@ -137,9 +137,12 @@ verdict_host:
   returned: unless select_only, or select_first found hosts to gather
 verdict_msg:
   description:
-    - The one message of the fleet's verdict, naming every host of RV(failed_hosts), O(fail_on) and the
+    - The one message of the fleet's verdict, naming the hosts of RV(failed_hosts), O(fail_on) and the
       HTML report (or O(report_dir)); empty when no host fails. The role keeps it as C(preflight_verdict_msg)
       and the verdict play fails with it.
+    - The host names take about 1,000 characters at most - every name while that fits, else all of them in
+      Slurm's hostlist form (C(gpu-[0001-6000])), else the hostlist of the first hosts and C(and N more host(s));
+      RV(failed_hosts) and the reports name every host.
   type: str
   returned: unless select_only, or select_first found hosts to gather
 gather_hosts:

@@ -97,9 +97,21 @@ def test_collection_requirements_install_offline_and_introspect_to_runtime_only(
     assert deps == {"python": [], "system": []}, deps
 
 
+def _python_files():
+    """Every Python file of the collection that Ansible loads: all of plugins/ (controller plugins,
+    plugin_utils, and the modules and module_utils: a module delegated to localhost, such as the
+    scheduler plan, runs inside the EE too) and the playbook-adjacent callback plugins."""
+    for top in (os.path.join(ROOT, "plugins"), os.path.join(ROOT, "playbooks", "callback_plugins")):
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    yield os.path.join(folder, name)
+
+
 def test_meta_dependency_files_list_what_the_controller_plugins_import():
     """The collection's EE metadata names files that exist, and its Python requirements are exactly
-    the third-party modules the controller-side plugins import (today none: the standard library,
+    the third-party modules the collection's Python files import (today none: the standard library,
     ansible-core and what ansible-core requires, Jinja2, MarkupSafe and PyYAML)."""
     import sys
     with open(os.path.join(ROOT, "meta", "execution-environment.yml")) as fh:
@@ -110,21 +122,86 @@ def test_meta_dependency_files_list_what_the_controller_plugins_import():
             listed[kind] = {re.split(r"[<>=!~;\[ ]", ln.strip())[0].lower().replace("-", "_")
                             for ln in fh if ln.strip() and not ln.lstrip().startswith("#")}
     imported = set()
-    for sub in ("action", "callback", "filter", "plugin_utils"):
-        folder = os.path.join(ROOT, "plugins", sub)
-        for name in os.listdir(folder):
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name)) as fh:
-                    tree = ast.parse(fh.read())
-                # import statements only (a docstring line that starts with "from ..." is prose)
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        imported.update(a.name.split(".")[0] for a in node.names)
-                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                        imported.add(node.module.split(".")[0])
+    for name in _python_files():
+        with open(name) as fh:
+            tree = ast.parse(fh.read())
+        # import statements only (a docstring line that starts with "from ..." is prose)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
     # ansible-core requires Jinja2 (which requires MarkupSafe) and PyYAML: every EE has them.
     with_core = {"__future__", "ansible", "ansible_collections", "yaml", "jinja2", "markupsafe"}
     third_party = {m.lower() for m in imported} - with_core - set(sys.stdlib_module_names)
     assert third_party == listed["python"], "controller plugins import %s; meta/ee-requirements.txt lists %s" % (
         sorted(third_party), sorted(listed["python"]))
     assert listed["system"] == set(), "controller-side system packages need a reason: %s" % listed["system"]
+
+
+# Collections the content uses that the EE leaves out on purpose, each with the option that needs
+# it; docs/awx.md says how to add it to the EE.
+OPTIONAL_COLLECTIONS = {"kubernetes.core": "dlrack_scheduler=kubernetes"}
+_FQCN = re.compile(r"^([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*)\.[a-z_][a-z0-9_]*$")
+# a filter, test or lookup named by FQCN inside a template: "| ns.coll.f", "is ns.coll.t", query('ns.coll.l'
+_IN_JINJA = re.compile(r"(?:\|\s*|\bis\s+(?:not\s+)?|\b(?:query|lookup|q)\(\s*['\"])"
+                       r"([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*)\.[a-z_][a-z0-9_]*")
+
+
+def _used_collections():
+    """{collection: [files]} of every module, action, filter, test or lookup the roles and
+    playbooks name by FQCN (a task's key, module_defaults, a template's filter or lookup), and of
+    every other collection a Python file imports."""
+    used = {}
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                m = _FQCN.match(key) if isinstance(key, str) else None
+                if m:
+                    used.setdefault(m.group(1), set()).add(path)
+                walk(item, path)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, path)
+        elif isinstance(value, str):
+            for m in _IN_JINJA.finditer(value):
+                used.setdefault(m.group(1), set()).add(path)
+
+    for top in ("roles", "playbooks"):
+        for folder, dummy, files in os.walk(os.path.join(ROOT, top)):
+            for name in files:
+                if name.endswith((".yml", ".yaml")):
+                    path = os.path.join(folder, name)
+                    with open(path) as fh:
+                        walk(yaml.safe_load(fh), os.path.relpath(path, ROOT))
+    for path in _python_files():
+        with open(path) as fh:
+            for node in ast.walk(ast.parse(fh.read())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(
+                        "ansible_collections."):
+                    used.setdefault(".".join(node.module.split(".")[1:3]), set()).add(os.path.relpath(path, ROOT))
+    return used
+
+
+def test_the_ee_requirements_list_every_collection_the_content_uses(context):
+    """What `ansible-builder create` put into the EE's galaxy requirements (the context's
+    _build/requirements.yml) names every collection whose modules, filters or lookups the roles and
+    playbooks call, or whose code a plugin imports, besides ansible.builtin and dlrack.node; the
+    ones left out on purpose (OPTIONAL_COLLECTIONS) are used and documented in docs/awx.md, and
+    galaxy.yml depends on exactly the required ones."""
+    used = _used_collections()
+    assert "community.general" in used and "ansible.posix" in used      # the walk finds the known ones
+    with open(os.path.join(context["ctx"], "_build", "requirements.yml")) as fh:
+        in_ee = {r["name"] for r in yaml.safe_load(fh)["collections"] if r.get("type") != "file"}
+    needed = set(used) - {"ansible.builtin", "dlrack.node"}
+    missing = needed - in_ee - set(OPTIONAL_COLLECTIONS)
+    assert not missing, "the EE lacks %s, used by %s" % (sorted(missing), sorted(set().union(*(used[c] for c in missing))))
+    assert set(OPTIONAL_COLLECTIONS) <= needed, "no longer used: %s" % sorted(set(OPTIONAL_COLLECTIONS) - needed)
+    assert in_ee - needed == set(), "the EE installs collections nothing uses: %s" % sorted(in_ee - needed)
+    with open(os.path.join(ROOT, "docs", "awx.md")) as fh:
+        awx = fh.read()
+    for name, option in OPTIONAL_COLLECTIONS.items():
+        assert name in awx and option in awx, "docs/awx.md must say how to add %s (for %s) to the EE" % (name, option)
+    with open(os.path.join(ROOT, "galaxy.yml")) as fh:
+        assert set(yaml.safe_load(fh)["dependencies"]) == needed - set(OPTIONAL_COLLECTIONS)
