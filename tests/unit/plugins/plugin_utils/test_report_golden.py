@@ -26,7 +26,7 @@ from testpaths import DATA  # noqa: E402
 GOLDEN = os.path.join(DATA, "reports_golden")
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{12}")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
-# (golden file, report set it belongs to)
+# the golden files: DIR/PREFIX.FORMAT of each report set
 FILES = [("%s/%s.%s" % (d, p, ext)) for d, p in (("preflight", "report"), ("preflight_failed", "report"),
                                                  ("drift", "drift"), ("merge", "report"),
                                                  ("acceptance", "acceptance"))
@@ -79,13 +79,17 @@ def render_all(out):
     return texts
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """One rendering of every report set for all the cases."""
+    return render_all(str(tmp_path_factory.mktemp("reports")))
+
+
 @pytest.mark.parametrize("name", FILES)
-def test_report_is_the_golden_copy(tmp_path_factory, name, _rendered=[]):  # pylint: disable=dangerous-default-value
-    if not _rendered:   # one rendering for all 15 cases
-        _rendered.append(render_all(str(tmp_path_factory.mktemp("reports"))))
+def test_report_is_the_golden_copy(rendered, name):
     with open(os.path.join(GOLDEN, name), encoding="utf-8") as fh:
         golden = fh.read()
-    assert _rendered[0][name] == golden, "%s differs from tests/data/reports_golden/%s" % (name, name)
+    assert rendered[name] == golden, "%s differs from tests/data/reports_golden/%s" % (name, name)
 
 
 def test_golden_copies_are_not_trivial():
