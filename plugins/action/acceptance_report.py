@@ -18,6 +18,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import PROTECTED_FACTS, _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import SettingsError, settle
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console_line
+from ansible_collections.dlrack.node.plugins.plugin_utils.verdict import verdict_host, verdict_message
 
 # The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
 ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
@@ -82,4 +83,12 @@ class ActionModule(ActionBase):
             lines.append(reports.paths_line(result["report_paths"]))
         result.update(changed=False, summary=doc["summary"], failed_hosts=doc["summary"]["failed_hosts"],
                       host_status={h: r["status"] for h, r in doc["hosts"].items()}, lines=lines, text="\n".join(lines))
+        # The fail-once verdict (plugin_utils/verdict.py): the host the verdict play runs on (not one
+        # whose facts tried to set a setting) and the one message naming every failing host.
+        failed = doc["summary"]["failed_hosts"]
+        result["verdict_host"] = verdict_host(failed, task_vars.get("ansible_play_hosts"), avoid=settled.host_errors)
+        own = "; %d host(s) with their own" % len(settled.host_fail_on) if settled.host_fail_on else ""
+        result["verdict_msg"] = verdict_message(
+            "acceptance", [(s, [h for h in failed if doc["hosts"][h]["status"] == s]) for s in ("error", "incomplete", "warning")],
+            "acceptance_fail_on=%s%s" % (args["fail_on"], own), (result.get("report_paths") or {}).get("html") or "the summary above")
         return result

@@ -86,7 +86,7 @@ summary:
   type: dict
   returned: always
 host_status:
-  description: C(pass), C(warning), C(error) or C(skip) per host.
+  description: C(pass), C(warning), C(error), C(incomplete) or C(skip) per host (docs/verdicts.md).
   type: dict
   returned: always
 failed_hosts:
@@ -105,4 +105,17 @@ report_paths:
   description: Paths of the files written.
   type: dict
   returned: when report_dir is set
+verdict_host:
+  description:
+    - C([host]), the first host of RV(failed_hosts) still in the play whose facts set no setting, C([localhost])
+      when no failing host's name is a safe host pattern, or C([]). The role keeps it as C(acceptance_verdict_host);
+      the verdict play runs there and fails once.
+  type: list
+  returned: always
+verdict_msg:
+  description:
+    - The one message of the fleet's verdict, naming every host of RV(failed_hosts) by status, O(fail_on) and the
+      HTML report; empty when no host fails. The role keeps it as C(acceptance_verdict_msg).
+  type: str
+  returned: always
 """
