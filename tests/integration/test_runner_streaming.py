@@ -28,7 +28,8 @@ ENV = {"ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"), "ANSIBLE_COLLECTIONS
        "ANSIBLE_NOCOLOR": "1", "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
 
 
-def _pdd(path, extravars, env=ENV):
+def _pdd(path, extravars, env=None):
+    env = env or ENV
     os.makedirs(os.path.join(str(path), "env"))
     with open(os.path.join(str(path), "env", "extravars"), "w") as fh:
         json.dump(extravars, fh)
@@ -37,7 +38,8 @@ def _pdd(path, extravars, env=ENV):
     return str(path)
 
 
-def _streamed(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=ENV):
+def _streamed(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=None):
+    env = env or ENV
     pdd = _pdd(tmp_path / "transmit", extravars, env)
     cmd = [os.path.join(BIN, "ansible-runner"), "transmit", pdd, "-p", os.path.join(ROOT, playbook),
            "--inventory", inventory] + (["--limit", limit] if limit else []) + (
@@ -58,7 +60,8 @@ def _streamed(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cm
     return processed, worker_rc
 
 
-def _direct(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=ENV):
+def _direct(tmp_path, playbook, extravars, limit=None, inventory=INVENTORY, cmdline=None, env=None):
+    env = env or ENV
     pdd = tmp_path / "direct"
     pdd.mkdir()
     return ansible_runner.run(private_data_dir=str(pdd), project_dir=ROOT, playbook=os.path.join(ROOT, playbook),
@@ -194,3 +197,4 @@ def test_site_streamed_gives_what_ansible_playbook_gives(tmp_path):
     assert sorted(failed) == ["dead-1"] and failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
     assert status == {"dead-1": "pass", "live-1": "pass"}
     assert not stats.get("dlrack_preflight_failed_hosts")
+
