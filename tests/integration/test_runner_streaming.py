@@ -197,4 +197,3 @@ def test_site_streamed_gives_what_ansible_playbook_gives(tmp_path):
     assert sorted(failed) == ["dead-1"] and failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
     assert status == {"dead-1": "pass", "live-1": "pass"}
     assert not stats.get("dlrack_preflight_failed_hosts")
-
