@@ -197,3 +197,16 @@ def test_site_streamed_gives_what_ansible_playbook_gives(tmp_path):
     assert sorted(failed) == ["dead-1"] and failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
     assert status == {"dead-1": "pass", "live-1": "pass"}
     assert not stats.get("dlrack_preflight_failed_hosts")
+
+
+def test_site_streamed_with_a_host_that_failed_the_preflight(tmp_path):
+    """site.yml with a host that fails the pre-flight as well: it is not provisioned and the verdict
+    fails once naming it; the unreachable host still fails naming why (before, the verdict play's
+    one host failed, Ansible ran no later play, and the unreachable host was never named)."""
+    failed, stats, status = _site(tmp_path, {"bad-1": {"dlrack_hw": BAD}, "dead-1": dict(DEAD, dlrack_hw=GOOD),
+                                             "live-1": dict(LOCAL, dlrack_hw=GOOD)})
+    assert sorted(failed) == ["bad-1", "dead-1"]
+    assert failed["bad-1"].startswith("pre-flight failed for 1 host(s) (dlrack_fail_on=error): bad-1; see ")
+    assert failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
+    assert stats["dlrack_preflight_failed_hosts"] == ["bad-1"]
+    assert status == {"bad-1": "fail", "dead-1": "pass", "live-1": "pass"}
