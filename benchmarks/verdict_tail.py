@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The verdict's cost (issue 19.5): the tail of drift.yml / acceptance.yml before and after the
 fail-once change, on N local hosts that all fail (the report action's result stood in by a
 run_once set_fact; nothing else runs). Before: one failing task per host; after: the verdict kept

@@ -15,6 +15,7 @@ declaration writer and the hostile-node console (two 2.16-only bugs were found t
 """
 import hashlib
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -90,6 +91,12 @@ def core_venv_at(venv, pins):
 def scratch_checkout(dest, venv):
     """A clean copy of the working tree with .venv -> venv and .collections as bootstrap.sh makes it."""
     tracked_copy(dest)
+    for name in (".venv", ".collections"):     # a checkout whose .venv is a symbolic link brings it along
+        path = os.path.join(dest, name)
+        if os.path.islink(path) or os.path.isfile(path):
+            os.unlink(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
     os.symlink(venv, os.path.join(dest, ".venv"))
     coll = os.path.join(dest, ".collections", "ansible_collections")
     os.makedirs(os.path.join(coll, "dlrack"))

@@ -15,6 +15,11 @@ def _run(argv):
     env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
     env["ANSIBLE_COLLECTIONS_PATH"] = os.path.join(ROOT, ".collections")
     env["NO_COLOR"] = "1"
+    # Not ~/.ansible: ansible-lint also resolves collections from ANSIBLE_HOME/collections, and a
+    # copy of dlrack.node installed there earlier (an older ansible-galaxy install) shadowed this
+    # checkout: its new modules were "couldn't resolve module/action" (seen with node_code).
+    env["ANSIBLE_HOME"] = os.path.join(ROOT, ".cache", "lint-ansible-home")
+    os.makedirs(env["ANSIBLE_HOME"], exist_ok=True)
     return subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=1200, check=False)
 
