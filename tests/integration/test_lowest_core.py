@@ -42,8 +42,6 @@ KNOWN_2_16 = (
     # asserts ansible-core 2.19's tagged types as its precondition; 2.16 hands over plain ones
     "tests/unit/plugins/action/test_preflight_report.py::"
     "test_host_inputs_are_builtin_types_that_hosts_can_share_an_evaluation_by",
-    # 2.16 does not report the unparsable b.ini of an inventory directory to inventory_check (to fix)
-    "tests/unit/plugins/plugin_utils/test_inventory_check.py::test_one_unparsable_file_in_a_directory_is_named",
 )
 OTHER_COLLECTIONS = ("containers/podman", "community/general", "ansible/posix", "kubernetes/core")
 
