@@ -28,6 +28,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # 
     host_fail_on, host_notes, host_view, hosts_to_gather, load_drift, own_values, read_host, run_preflight,
     run_wide_conflict, untrusted_facts, verdict_host, verdict_message)
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact  # noqa: E402
+from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import fact_names  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
 
 # The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
@@ -90,30 +91,6 @@ def host_variables(hostvars, host):
                 out[key] = plain(hv.get(key))
         except AnsibleError as exc:
             out[key] = Unresolved(exc)
-    return out
-
-
-def fact_keys(hostvars, hosts):
-    """{host: the names of its facts} for the hosts that have any in the fact cache (what modules
-    returned: hw_facts, setup...; set_fact's own facts are the playbook's and not listed). Empty
-    where the cache cannot be read this way (tests, another ansible-core)."""
-    cache = getattr(getattr(hostvars, "_variable_manager", None), "_fact_cache", None)
-    if cache is None:
-        return {}
-    try:
-        cached = set(cache.keys())
-    except Exception:  # pylint: disable=broad-except  # a cache plugin that cannot list: read each host
-        cached = None
-    out = {}
-    for host in hosts:
-        if cached is not None and host not in cached:
-            continue
-        try:
-            facts = cache.get(host)
-        except Exception:  # pylint: disable=broad-except  # no facts (KeyError) or an unreadable entry
-            continue
-        if isinstance(facts, dict) and facts:
-            out[host] = list(facts)
     return out
 
 
@@ -236,7 +213,7 @@ class ActionModule(ActionBase):
             variables = dict((h, host_variables(hostvars, h)) for h in args["hosts"])
         # What a node's modules returned never sets an input or a setting (issue 18.2): a host whose
         # facts hold such variables gets an error finding, and the run's settings are read without them.
-        untrusted = untrusted_facts(fact_keys(hostvars, args["hosts"]))
+        untrusted = untrusted_facts(fact_names(hostvars, args["hosts"]))
         try:
             own_fail_on = self._settings(args, variables, untrusted, task_vars)
         except SettingsError as exc:

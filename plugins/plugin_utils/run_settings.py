@@ -46,14 +46,21 @@ class Settled(object):
 
 
 def fact_names(hostvars, hosts):
-    """{host: [the names of its facts]} for the hosts that have facts in the fact cache (what
-    modules returned; set_fact's own facts are the playbook's and not there). Empty where the
-    cache cannot be read this way."""
+    """{host: the names of its facts} for the hosts that have any in the fact cache (what modules
+    returned: hw_facts, setup...; set_fact's own facts are the playbook's and not listed). Empty
+    where the cache cannot be read this way (tests, another ansible-core). The pre-flight's
+    action reads them with this too."""
     cache = getattr(getattr(hostvars, "_variable_manager", None), "_fact_cache", None)
     if cache is None:
         return {}
+    try:
+        cached = set(cache.keys())
+    except Exception:  # pylint: disable=broad-except  # a cache plugin that cannot list: read each host
+        cached = None
     out = {}
     for host in hosts:
+        if cached is not None and host not in cached:
+            continue
         try:
             facts = cache.get(host)
         except Exception:  # pylint: disable=broad-except  # no facts (KeyError) or an unreadable entry
