@@ -3,8 +3,7 @@
 Each scenario runs `molecule --base-config molecule/base.yml test -s <name>` from the repository
 root (the scenario's own verify playbook asserts the behaviour); the test fails with the tail of
 molecule's output. The scenarios of the background lanes (molecule_runs.LANES: storage_vm, a QEMU
-guest, in one; site, ecc_monitor and gpu_affinity in another) start when the session begins and
-run beside the rest of the suite; their tests come
+guest) start when the session begins and run beside the rest of the suite; their tests come
 last and wait for the runs (tests/conftest.py), so the pytest summary line counts every scenario.
 """
 import pytest

@@ -48,7 +48,7 @@ def test_lanes_split_by_semicolon_and_the_default_lanes_share_no_scenario(monkey
     assert molecule_runs.lanes() == (("storage_vm",), ("site", "ecc_monitor"))
     assert molecule_runs.background() == ("storage_vm", "site", "ecc_monitor")
     monkeypatch.delenv("DLRACK_MOLECULE_BACKGROUND")
-    assert len(molecule_runs.LANES) >= 2
+    assert molecule_runs.LANES and all(molecule_runs.LANES)
     assert len(molecule_runs.BACKGROUND) == len(set(molecule_runs.BACKGROUND))
 
 
@@ -139,6 +139,10 @@ def test_run_past_its_time_is_stopped_with_its_children_and_destroyed(logs, monk
 
 def test_stop_all_stops_what_is_still_running(logs, monkeypatch):
     monkeypatch.setattr(molecule_runs, "RUNS", {})
+    # never the session's own lanes: make test runs this test while storage_vm still runs in the
+    # background (a clean run's storage_vm was stopped here: rc=-15 after 2720 s)
+    monkeypatch.setattr(molecule_runs, "LANE_LIST", [])
+    monkeypatch.setattr(molecule_runs, "LANE", None)
     done = molecule_runs.Run("done", runner=_py("pass")).start()
     done.wait(timeout=30)
     going = molecule_runs.Run("going", runner=_py("import time; time.sleep(300)")).start()
