@@ -31,6 +31,8 @@ FILES = [("%s/%s.%s" % (d, p, ext)) for d, p in (("preflight", "report"), ("pref
                                                  ("drift", "drift"), ("merge", "report"),
                                                  ("acceptance", "acceptance"))
          for ext in ("html", "json", "xml")]
+# junit_warnings changes report.xml and report.json only: its page is the plain pre-flight's, kept once
+SAME_AS = {"preflight_failed/report.html": "preflight/report.html"}
 
 
 def _load(name):
@@ -87,7 +89,7 @@ def rendered(tmp_path_factory):
 
 @pytest.mark.parametrize("name", FILES)
 def test_report_is_the_golden_copy(rendered, name):
-    with open(os.path.join(GOLDEN, name), encoding="utf-8") as fh:
+    with open(os.path.join(GOLDEN, SAME_AS.get(name, name)), encoding="utf-8") as fh:
         golden = fh.read()
     assert rendered[name] == golden, "%s differs from tests/data/reports_golden/%s" % (name, name)
 
@@ -152,6 +154,8 @@ if __name__ == "__main__":
             with open(os.path.join(GOLDEN, name), "w", encoding="utf-8") as fh:
                 fh.write(report.strict_json_dumps(value))
     for name, text in render_all(tempfile.mkdtemp(prefix="dlrack-golden-")).items():
+        if name in SAME_AS:
+            continue
         os.makedirs(os.path.dirname(os.path.join(GOLDEN, name)), exist_ok=True)
         with open(os.path.join(GOLDEN, name), "w", encoding="utf-8") as fh:
             fh.write(text)
