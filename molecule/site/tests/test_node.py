@@ -46,7 +46,7 @@ def node_code_files():
     """The module_utils files ecc_monitor and gpu_affinity install (their vars/main.yml lists)."""
     files = set()
     for role, var in (("ecc_monitor", "__ecc_monitor_module_utils"), ("gpu_affinity", "__gpu_affinity_module_utils")):
-        with open(os.path.join(ROOT, "roles", role, "vars", "main.yml")) as f:
+        with open(os.path.join(ROOT, "roles", role, "vars", "main.yml"), encoding="utf-8") as f:
             files.update(yaml.safe_load(f)[var])
     return sorted(files)
 
@@ -57,8 +57,8 @@ def sha256(path):
 
 
 # Installed from the collection, byte for byte: node path -> the checkout's file.
-INSTALLED = dict([(PKG + rel, os.path.join(ROOT, "plugins", "module_utils", rel)) for rel in node_code_files()]
-                 + [(LIB + "/dlrack_affinity.py", os.path.join(ROOT, "roles", "gpu_affinity", "files", "dlrack_affinity.py"))])
+INSTALLED = {PKG + rel: os.path.join(ROOT, "plugins", "module_utils", rel) for rel in node_code_files()}
+INSTALLED[LIB + "/dlrack_affinity.py"] = os.path.join(ROOT, "roles", "gpu_affinity", "files", "dlrack_affinity.py")
 FILES = [  # path, owner, group, mode
     ("/etc/systemd/system/dlrack-ecc-collector.timer", "root", "root", "644"),
     ("/etc/systemd/system/dlrack-ecc-collector.service", "root", "root", "644"),
@@ -187,8 +187,8 @@ def test_installed_file_owner_and_mode(node, path, owner, group, mode):
 def test_node_code_is_the_collections(node):
     rc, out = node["sha256"]
     assert rc == 0, out
-    got = dict((path, digest) for digest, path in (line.split(None, 1) for line in out.splitlines()))
-    assert got == dict((path, sha256(src)) for path, src in INSTALLED.items())
+    got = {path: digest for digest, path in (line.split(None, 1) for line in out.splitlines())}
+    assert got == {path: sha256(src) for path, src in INSTALLED.items()}
 
 
 # --- gpu_affinity ----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def loop_devices():
     loop_dir = os.environ.get("DLRACK_LOOP_DIR")
     if not loop_dir:
         raise RuntimeError("DLRACK_LOOP_DIR is not set: run this through `molecule verify` (the scenario's env sets it)")
-    with open(os.path.join(loop_dir, "loops.json")) as f:
+    with open(os.path.join(loop_dir, "loops.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -69,8 +69,8 @@ def tier_commands(devices, dirs):
 
 def mounts(findmnt_json):
     """{target: {source, fstype, options (a set)}} from `findmnt -J -l`."""
-    return dict((fs["target"], {"source": fs["source"], "fstype": fs["fstype"], "options": set(fs["options"].split(","))})
-                for fs in json.loads(findmnt_json)["filesystems"])
+    return {fs["target"]: {"source": fs["source"], "fstype": fs["fstype"], "options": set(fs["options"].split(","))}
+            for fs in json.loads(findmnt_json)["filesystems"]}
 
 
 def fstab_lines(fstab):
