@@ -17,7 +17,9 @@ with the default dlrack_fail_on=error, against Ansible's own floor for the same 
 (benchmarks/noop.yml: load it, one play over every host, one task run once), measured
 interleaved in the same run, best of --reps. Goals (issue 9): <= 2x the floor at any failure
 ratio, <= 1.5x for the passing-only fleet.
-Usage: .venv/bin/python benchmarks/fleet.py [--sizes 1,8] [--declared 2000 [--reps 3] [--no-containers]]
+--reference (with --declared): the pre-flight also with DLRACK_FAST_PATH=false (the plain reference path of
+plugin_utils/fastpath.py), interleaved: what the fast path buys.
+Usage: .venv/bin/python benchmarks/fleet.py [--sizes 1,8] [--declared 2000 [--reps 3] [--reference] [--no-containers]]
 """
 import argparse
 import json
@@ -160,9 +162,11 @@ def declared_inventory(path, n, fail_ratio, distinct=False):
     return nf
 
 
-def timed_playbook(playbook, inventory, extra=()):
+def timed_playbook(playbook, inventory, extra=(), env_extra=None):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.null")
+    env.pop("DLRACK_FAST_PATH", None)
+    env.update(env_extra or {})
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), playbook, "-i", inventory] + list(extra)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -174,29 +178,35 @@ def timed_playbook(playbook, inventory, extra=()):
     return wall, cpu, proc.returncode, proc.stdout
 
 
-def bench_declared(n, reps, workdir):
+def bench_declared(n, reps, workdir, reference=False):
     rows = []
     for ratio, distinct in CASES:
         inv = os.path.join(workdir, "declared-%d-%d%s.json" % (n, ratio * 100, "-distinct" if distinct else ""))
         nf = declared_inventory(inv, n, ratio, distinct)
         rep = os.path.join(workdir, "declared-reports-%d" % (ratio * 100))
-        floor, pre, floor_cpu, pre_cpu = [], [], [], []
-        for dummy in range(reps):      # interleaved: both see the same machine load
+        floor, pre, floor_cpu, pre_cpu, ref, ref_cpu = [], [], [], [], [], []
+        for dummy in range(reps):      # interleaved: all see the same machine load
             wall, cpu, dummy, dummy = timed_playbook(os.path.join(ROOT, "benchmarks", "noop.yml"), inv)
             floor.append(wall)
             floor_cpu.append(cpu)
-            wall, cpu, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
-                                                ["-e", "dlrack_report_dir=" + rep, "-e", "preflight_print_summary=false"])
-            if (rc != 0) != (nf > 0):
-                raise SystemExit("preflight on %d hosts (%d failing) exited %d:\n%s" % (n, nf, rc, out[-3000:]))
-            pre.append(wall)
-            pre_cpu.append(cpu)
-        with open(os.path.join(rep, "report.json")) as fh:
-            got = sum(1 for h in json.load(fh)["hosts"].values() if h["status"] == "fail")
-        if got != nf:
-            raise SystemExit("expected %d failing hosts in report.json, got %d" % (nf, got))
+            # the fast path (default), then - with --reference - the plain reference path
+            # (DLRACK_FAST_PATH=false, plugin_utils/fastpath.py): what the fast path buys
+            for env_extra, walls, cpus in ((None, pre, pre_cpu),) + ((({"DLRACK_FAST_PATH": "false"}, ref, ref_cpu),)
+                                                                      if reference else ()):
+                wall, cpu, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
+                                                    ["-e", "dlrack_report_dir=" + rep, "-e", "preflight_print_summary=false"],
+                                                    env_extra)
+                if (rc != 0) != (nf > 0):
+                    raise SystemExit("preflight on %d hosts (%d failing) exited %d:\n%s" % (n, nf, rc, out[-3000:]))
+                walls.append(wall)
+                cpus.append(cpu)
+                with open(os.path.join(rep, "report.json")) as fh:
+                    got = sum(1 for h in json.load(fh)["hosts"].values() if h["status"] == "fail")
+                if got != nf:
+                    raise SystemExit("expected %d failing hosts in report.json, got %d" % (nf, got))
         rows.append({"ratio": ratio, "distinct": distinct, "failing": nf, "floor": min(floor), "preflight": min(pre), "rc": rc,
-                     "floor_cpu": min(floor_cpu), "preflight_cpu": min(pre_cpu)})
+                     "floor_cpu": min(floor_cpu), "preflight_cpu": min(pre_cpu),
+                     "reference": min(ref) if ref else None, "reference_cpu": min(ref_cpu) if ref_cpu else None})
         print("declared", n, json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -212,27 +222,36 @@ def write_section(marker, text):
         fh.write(old.rstrip("\n") + "\n\n" + marker + "\n" + text + marker + "\n")
 
 
-def declared_main(n, reps):
+def declared_main(n, reps, reference=False):
     with tempfile.TemporaryDirectory() as d:
-        rows = bench_declared(n, reps, d)
+        rows = bench_declared(n, reps, d, reference)
     lines = ["## Fleet pre-flight when hosts fail: %d declared hosts vs Ansible's floor" % n, "",
-             "Produced by `.venv/bin/python benchmarks/fleet.py --declared %d --no-containers` on %s, %d CPUs, %s; "
+             "Produced by `.venv/bin/python benchmarks/fleet.py --declared %d%s --no-containers` on %s, %d CPUs, %s; "
              "best of %d, the floor and the pre-flight interleaved. Hosts: rack_a's HGX H200 node (8 GPUs, 8 NVMe + "
              "12 HDD; passes) and gpu-b01 (8x H100, 512 GiB RAM; fails), dlrack_fail_on=error; hosts of one build "
              "share one evaluation and one report rendering, so the last two rows give every host its own declaration "
              "(host.hostname) to show the cost when a fleet repeats no build. Floor: "
              "benchmarks/noop.yml (load the inventory, one play, one task run once). CPU = user+system time of "
              "ansible-playbook and its workers: on a shared machine it moves far less with other load than wall time."
-             % (n, os.uname().nodename, os.cpu_count(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), reps), "",
+             % (n, " --reference" if reference else "", os.uname().nodename, os.cpu_count(),
+                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), reps), "",
              "| failing hosts | floor wall | preflight.yml wall | ratio (wall) | floor CPU | preflight.yml CPU | ratio (CPU) "
-             "| goal | exit code |", "|---|---|---|---|---|---|---|---|---|"]
+             "| goal | exit code |%s" % (" reference path wall | ratio (wall) | reference path CPU | ratio (CPU) |" if reference else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if reference else "")]
     for r in rows:
         goal = 1.5 if r["ratio"] == 0 else 2.0
         lines.append("| %d of %d (%d %%)%s | %.1f s | %.1f s | %.2fx | %.1f s | %.1f s | %.2fx | <= %.1fx | %d |" % (
             r["failing"], n, r["ratio"] * 100, ", every declaration distinct" if r["distinct"] else "",
             r["floor"], r["preflight"], r["preflight"] / r["floor"],
-            r["floor_cpu"], r["preflight_cpu"], r["preflight_cpu"] / r["floor_cpu"], goal, r["rc"]))
+            r["floor_cpu"], r["preflight_cpu"], r["preflight_cpu"] / r["floor_cpu"], goal, r["rc"])
+            + (" %.1f s | %.2fx | %.1f s | %.2fx |" % (r["reference"], r["reference"] / r["floor"], r["reference_cpu"],
+                                                      r["reference_cpu"] / r["floor_cpu"]) if reference else ""))
     lines.append("")
+    if reference:
+        lines.append("Reference path: the same playbook with DLRACK_FAST_PATH=false (plugin_utils/fastpath.py: every "
+                     "variable templated through hostvars, no clean_facts shortcut, no gc.freeze, every host evaluated "
+                     "and reported on its own), interleaved with the others; the same verdicts and reports.")
+        lines.append("")
     lines.append("Before the single verdict (issue 9, 2,000 such hosts on this VM): 110.7 s vs the floor's 7.3 s "
                  "(15x) with 60 % failing, 23.6 s vs 11.6 s (2.0x) passing-only. Where the rest goes: see "
                  "'Where the time goes'.")
@@ -248,9 +267,11 @@ def main():
     ap.add_argument("--declared", type=int, default=0, help="also time preflight.yml on this many declared hosts")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-containers", action="store_true")
+    ap.add_argument("--reference", action="store_true",
+                    help="with --declared: also time the reference path (DLRACK_FAST_PATH=false) beside the fast path")
     args = ap.parse_args()
     if args.declared:
-        declared_main(args.declared, args.reps)
+        declared_main(args.declared, args.reps, args.reference)
     if args.no_containers:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]

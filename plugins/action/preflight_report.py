@@ -6,27 +6,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
-import gc
-
-from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.validation import check_type_path
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.dlrack.node.plugins.plugin_utils import controller_heap
+from ansible_collections.dlrack.node.plugins.plugin_utils import fastpath
 
 # Before the imports below: loading them allocates enough to start a full garbage collection of
-# everything ansible-playbook holds (0.18 s for 2,000 hosts), which the freeze spares it.
-CONTROLLER_HEAP_FROZEN = controller_heap.freeze()
+# everything ansible-playbook holds (0.18 s for 2,000 hosts), which the fast path's freeze spares it.
+CONTROLLER_HEAP_FROZEN = fastpath.controller_loaded()
 
 from ansible_collections.dlrack.node.plugins.modules.preflight_report import DOCUMENTATION  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate  # noqa: E402
-from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import Unresolved  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # noqa: E402
-    FAIL_ON_VARS, HOST_VARS, RUN_WIDE_VARS, SETTING_VARS, DriftFileError, HostView, SettingsError, _plain, _same, drift_verdict,
-    host_fail_on, host_notes, host_view, hosts_to_gather, load_drift, own_values, read_host, run_preflight,
-    run_wide_conflict, untrusted_facts, verdict_host, verdict_message)
+    FAIL_ON_VARS, HOST_VARS, RUN_WIDE_VARS, SETTING_VARS, DriftFileError, SettingsError, drift_verdict, host_fail_on,
+    host_notes, hosts_to_gather, load_drift, own_values, read_host, run_preflight, run_wide_conflict, untrusted_facts,
+    verdict_host, verdict_message)
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import fact_names  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
@@ -72,53 +68,17 @@ _HOST_VARS = tuple(HOST_VARS) + tuple(v for v in SETTING_VARS if v not in HOST_V
 _RAW_VARS = frozenset(v for names in RUN_WIDE_VARS.values() for v in names)
 
 
+def read_variables(hostvars, hosts):
+    """{host: its dlrack_* variables as plain data} (fastpath.read_hosts): a variable that Ansible
+    cannot template (an undefined variable inside it) becomes an Unresolved marker, which the rule
+    engine reports on that host alone instead of failing the whole run. The run-wide settings'
+    variables (_RAW_VARS) are compared between hosts, never used as they are."""
+    return fastpath.read_hosts(hostvars, hosts, _HOST_VARS, _RAW_VARS)
+
+
 def host_variables(hostvars, host):
-    """One host's dlrack_* variables as plain data, read one at a time: a variable that Ansible
-    cannot template (an undefined variable inside it) becomes an Unresolved marker, which the
-    rule engine reports on that host alone instead of failing the whole run. Values are read raw
-    and templated (in that host's context) only where they hold a template (host_view)."""
-    try:
-        hv = host_view(hostvars, host)
-    except AnsibleError as exc:
-        return dict((key, Unresolved(exc)) for key in _HOST_VARS)
-    plain = _same if isinstance(hv, HostView) else _plain   # a HostView gives plain data already
-    out = {}
-    for key in _HOST_VARS:
-        try:
-            if key in _RAW_VARS and isinstance(hv, HostView):
-                out[key] = hv.raw(key)
-            else:
-                out[key] = plain(hv.get(key))
-        except AnsibleError as exc:
-            out[key] = Unresolved(exc)
-    return out
-
-
-@contextlib.contextmanager
-def _empty_facts_shortcut():
-    """While this action reads every host's variables: ansible-core's VariableManager.get_vars()
-    calls clean_facts() on each host's fact cache entry, also on an empty one, and clean_facts
-    lists every connection plugin on disk each time (half the cost of building a host's variables:
-    ~0.2 ms of ~0.4 ms per host, measured in benchmarks/RESULTS.md). clean_facts({}) is {}, so
-    for an empty fact set that answer is given directly; any other fact set goes to the original.
-    The same values either way (tests/unit/plugins/action/test_preflight_report.py); only this
-    worker process sees it, and only until the read is done. Without that function (another
-    ansible-core) nothing is changed."""
-    try:
-        from ansible.vars import manager
-        original = manager.clean_facts
-    except (ImportError, AttributeError):
-        yield
-        return
-
-    def clean_facts(facts):
-        return original(facts) if facts else {}
-
-    manager.clean_facts = clean_facts
-    try:
-        yield
-    finally:
-        manager.clean_facts = original
+    """One host's variables (read_variables)."""
+    return read_variables(hostvars, [host])[host]
 
 
 class ActionModule(ActionBase):
@@ -201,16 +161,10 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        # This task runs in a worker process forked for it from ansible-playbook, which holds the
-        # whole inventory (~180,000 tracked containers for 2,000 hosts). Python's cyclic garbage
-        # collector would walk all of them again and again while the fleet is evaluated; freezing
-        # what the fork inherited leaves it only this task's own objects to look at (2,000 hosts:
-        # evaluation 0.30 -> 0.11 s CPU). The worker ends with the task.
-        gc.freeze()
+        fastpath.worker_start()   # this task's forked worker: see plugin_utils/fastpath.py
         args = _validated_args(self._task.args, any_fail_on=True)
         hostvars = task_vars.get("hostvars", {})
-        with _empty_facts_shortcut():
-            variables = dict((h, host_variables(hostvars, h)) for h in args["hosts"])
+        variables = read_variables(hostvars, args["hosts"])
         # What a node's modules returned never sets an input or a setting (issue 18.2): a host whose
         # facts hold such variables gets an error finding, and the run's settings are read without them.
         untrusted = untrusted_facts(fact_names(hostvars, args["hosts"]))

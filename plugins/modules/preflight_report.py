@@ -109,6 +109,13 @@ notes:
     for 2,000 hosts, benchmarks/RESULTS.md). Reference cycles that are already garbage then are
     freed when the run ends. Set the environment variable C(DLRACK_GC_FREEZE=false) to turn it off
     (the worker forked for this task still freezes what it inherited; it ends with the task).
+  - The freezes, reading the hosts' variables raw (templated only where a value holds a template),
+    the C(clean_facts) shortcut and the sharing of evaluations and report fragments between hosts
+    with identical inputs are the fleet fast path (plugins/plugin_utils/fastpath.py, private to the
+    collection; docs/DEVELOPING.md). Set the environment variable C(DLRACK_FAST_PATH=false) (or
+    C(0), C(no), C(off)) to use the plain reference path instead - every variable templated by
+    Ansible, nothing frozen, every host evaluated and reported on its own - with the same verdicts
+    and reports, slower on big fleets (benchmarks/RESULTS.md).
 author: dlrack.node contributors (@dlrack)
 """
 

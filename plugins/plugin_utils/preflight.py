@@ -40,7 +40,7 @@ PROTECTED_FACTS = frozenset(v for v in HOST_VARS + SETTING_VARS if v not in ("dl
 _EXACT = (str, int, float, bool, type(None))
 # The text of a str subclass as a plain str. Not str(value): ansible-core 2.16-2.18's
 # AnsibleUnsafeText.__str__ returns the unsafe object itself (so that string operations keep the
-# marking), which made _plain_raw recurse until RecursionError on every gathered host.
+# marking), which made fastpath._plain_raw recurse until RecursionError on every gathered host.
 _text = str.__str__
 
 
@@ -67,84 +67,17 @@ def _plain(value):
     return value
 
 
-_PLAIN_TYPES = (int, float, bool, type(None))
+# Reading a host's variables raw (hostvars.raw_get) and templating only what holds a template is
+# the fleet fast path's (plugin_utils/fastpath.py: HostView, host_view, _plain_raw); the names
+# stay importable from here for the callers that used them (run_settings, tests).
+_FASTPATH_NAMES = frozenset(("HostView", "host_view", "_plain_raw", "_plain_raw_key", "_Template", "_PLAIN_TYPES"))
 
 
-class _Template(Exception):
-    """A raw variable value that only Ansible's templating can give its value (see _plain_raw)."""
-
-
-def _plain_raw(value):
-    """_plain(value) of a raw (not yet templated) variable value, or _Template when the value may
-    hold a template - a string with a Jinja expression (keys too) - or anything other than plain
-    data (a vaulted value...): that one must go through Ansible's templating. One walk does both
-    (a heavy declaration is a few hundred values, a fleet thousands of hosts)."""
-    kind = type(value)
-    if kind is str:
-        if "{" in value and ("{{" in value or "{%" in value or "{#" in value):
-            raise _Template()
-        return value
-    if kind in _EXACT:
-        return value
-    if isinstance(value, dict):
-        return dict((_plain_raw_key(k), _plain_raw(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain_raw(v) for v in value]
-    if isinstance(value, str):
-        return _plain_raw(_text(value))
-    if isinstance(value, _PLAIN_TYPES):
-        return _plain(value)
-    raise _Template()
-
-
-def _plain_raw_key(key):
-    if isinstance(key, str):
-        return _plain_raw(_text(key))
-    if isinstance(key, _PLAIN_TYPES):
-        return str(key)
-    raise _Template()
-
-
-class HostView(object):
-    """One host's variables for the rules as plain data (see _plain), read from the raw variables
-    (hostvars.raw_get) and templated - in that host's context - only where a value holds a
-    template. Templating a whole dlrack_hw document through HostVarsVars costs about as much as
-    building the host's variables (~0.3 ms per host), for documents that almost never contain a
-    template."""
-
-    def __init__(self, hostvars, host):
-        self._hostvars = hostvars
-        self._host = host
-        raw = hostvars.raw_get(host)
-        self._raw = raw if isinstance(raw, dict) else {}   # an unknown host: nothing declared
-
-    def __contains__(self, name):
-        return name in self._raw
-
-    def __getitem__(self, name):
-        try:
-            return _plain_raw(self._raw[name])
-        except _Template:
-            return _plain(self._hostvars[self._host][name])
-
-    def get(self, name, default=None):
-        return self[name] if name in self._raw else default
-
-    def raw(self, name):
-        """The untemplated value of a variable, plain data where it is (None when not set)."""
-        value = self._raw.get(name)
-        try:
-            return _plain_raw(value)
-        except _Template:
-            return _text(value) if isinstance(value, str) else repr(value)
-
-
-def host_view(hostvars, host):
-    """What read_host() reads for `host`: a HostView over Ansible's hostvars, or the plain
-    mapping itself (tests, benchmarks)."""
-    if hasattr(hostvars, "raw_get"):
-        return HostView(hostvars, host)
-    return hostvars.get(host) or {}
+def __getattr__(name):
+    if name in _FASTPATH_NAMES:
+        from ansible_collections.dlrack.node.plugins.plugin_utils import fastpath
+        return getattr(fastpath, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def _same(value):
@@ -160,8 +93,8 @@ def _var(hostvars, name):
 def read_host(host, hostvars, gather=False, use_fact_cache=False, plain=False):
     """One read of a host's variables: (evaluate_host() keyword arguments, whether the host must be
     gathered with hw_facts first - see needs_gather). ``plain``: the values are plain data already
-    (a HostView's, or the action's host_variables()), so they are not copied again."""
-    _plain_ = _same if plain or isinstance(hostvars, HostView) else _plain
+    (a fastpath.HostView's, or the action's read_variables()), so they are not copied again."""
+    _plain_ = _same if plain or getattr(hostvars, "plain_data", False) else _plain
     declared = _plain_(_var(hostvars, "dlrack_hw"))
     gathered = _plain_(_var(hostvars, "dlrack_hw_gathered"))
     if gathered is not None:

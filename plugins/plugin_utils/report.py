@@ -27,7 +27,7 @@ from xml.sax.saxutils import escape
 from markupsafe import Markup  # Jinja2's own dependency: on every Ansible controller
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, parse_cpulist
-from ansible_collections.dlrack.node.plugins.plugin_utils import reports
+from ansible_collections.dlrack.node.plugins.plugin_utils import fastpath, reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.hostlist import compress as compress_hostlist
 # The building blocks are importable from here too (callers and tests do): re-exported, hence unused here.
 from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import (  # noqa: F401 pylint: disable=unused-import
@@ -52,6 +52,13 @@ def share_key(result):
             id(result.get("hw")), id(result.get("provenance")), tuple((result.get("rules") or {}).items()))
 
 
+def _fragment_key(result, host, share):
+    """The key a report builder files ``host``'s fragment under: share_key(result) when ``share``
+    (fastpath.shares_reports(): the fleet fast path), else the host itself - every host's fragment
+    built on its own (the reference path)."""
+    return share_key(result) if share else ("host", host)
+
+
 def _public(result):
     """The per-host JSON contract: status + findings (+ what we evaluated)."""
     out = {"status": result["status"], "profile": result.get("profile"),
@@ -69,8 +76,9 @@ def build_json(results, summary, drift=None, meta=None, run_id=None):
     """The report.json document; ``summary.run_id`` ties it to the XML and HTML of the same run."""
     entries = {}
     hosts = {}
+    share = fastpath.shares_reports()
     for host, res in sorted(results.items()):
-        key = share_key(res)
+        key = _fragment_key(res, host, share)
         if key not in entries:
             entries[key] = _public(res)
         hosts[host] = entries[key]   # hosts that share an evaluation share this (read-only) entry
@@ -162,11 +170,13 @@ def junit_suites(results, summary, drift=None, warnings="skipped", run_id=None):
     suites = []
     properties = {"run_id": run_id} if run_id else None
     shared = {}
-    # A suite is written once for the hosts that share an evaluation; a host alone the plain way.
-    counts = collections.Counter(share_key(r) for r in results.values())
+    # A suite is written once for the hosts that share an evaluation; a host alone the plain way
+    # (and every host so on the reference path: fastpath.shares_reports()).
+    share = fastpath.shares_reports()
+    counts = collections.Counter(share_key(r) for r in results.values()) if share else None
     for host in sorted(results):
         suite = None
-        if host not in (drift or {}) and counts[share_key(results[host])] > 1:
+        if share and host not in (drift or {}) and counts[share_key(results[host])] > 1:
             suite = _shared_suite(shared, host, results[host], warnings, properties)
         if suite is not None:
             suites.append(suite)
@@ -496,18 +506,30 @@ def _without_name(text, name):
     return re.sub(r"(?<![\w.-])%s(?![\w-])" % re.escape(name), "\0", text)
 
 
-def _host_view(host, res, rules=(), fragments=None):
+def _host_view(host, res, rules=(), fragments=None, share=None):
     """What the page shows of one host: its matrix cells and its section (facts line, drawing,
     findings table). Sections are built once per distinct content (``sig``): the hosts of a rack
     of identical nodes with the same findings share one section, which lists their names. Hosts
-    that share an evaluation (share_key) share all of it, computed for the first of them."""
+    that share an evaluation (share_key) share all of it, computed for the first of them, where
+    ``share`` (default fastpath.shares_reports())."""
     cache = fragments if fragments is not None else {}
     view = {"name": host, "status": res["status"], "symbol": SYMBOLS.get(res["status"], "")}
-    key = ("view", share_key(res))
-    if key not in cache:
-        cache[key] = _view_parts(res, rules, cache, host if isinstance(host, str) else str(host))
-    view.update(cache[key])
+    name = host if isinstance(host, str) else str(host)
+    key = ("view", _fragment_key(res, host, fastpath.shares_reports() if share is None else share))
+    entry = cache.get(key)
+    if entry is None:
+        entry = cache[key] = (_view_parts(res, rules, cache, name), _names_itself(res, name))
+    elif entry[1] or _names_itself(res, name):
+        # The shared parts were made for another host, and a finding names one of the two (a host
+        # "a" and "a VM" in a message): the matrix key and the section depend on the name, so this
+        # host's are its own - what building its view alone gives (test_fastpath.py found it).
+        entry = (_view_parts(res, rules, cache, name), True)
+    view.update(entry[0])
     return view
+
+
+def _names_itself(res, name):
+    return bool(name) and mentions(res["findings"], name)
 
 
 def _view_parts(res, rules, cache, name):
@@ -676,7 +698,8 @@ def html_page(results, summary, drift=None, title=None, run_id=None):
     desc = dict(RULES)
     hosts = sorted(results)
     fragments = {}
-    views = [dict(_host_view(h, results[h], seen, fragments), label=results[h]["status"], unchecked=None) for h in hosts]
+    share = fastpath.shares_reports()
+    views = [dict(_host_view(h, results[h], seen, fragments, share), label=results[h]["status"], unchecked=None) for h in hosts]
     drift_counts = None
     if drift is not None:
         views, drift_counts = _drift_views(views, drift)

@@ -31,7 +31,7 @@ __metaclass__ = type
 import math
 import marshal
 
-from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue, gpu_packages
+from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue, fastpath, gpu_packages
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import assess_ecc
@@ -1170,12 +1170,15 @@ def evaluate_fleet(hosts, finish=None):
     A fleet declares a few builds for many hosts (group_vars per rack): hosts with identical
     inputs share one evaluation, each with its own result mapping and its own name in its
     messages. ``finish({name: result})``, when given, is applied to each evaluation before it is
-    shared (the controller's non-finite guard): once per distinct input, not once per host."""
+    shared (the controller's non-finite guard): once per distinct input, not once per host. The
+    sharing is the fleet fast path's (plugin_utils/fastpath.py): DLRACK_FAST_PATH=false evaluates
+    every host on its own, with the same results."""
     results = {}
     memo = {}
+    share = fastpath.shares_evaluations()   # off (the reference path): every host on its own
     for name in sorted(hosts, key=str):
         kwargs = hosts[name]
-        key = _inputs_key(kwargs) if isinstance(name, str) and _THIS_HOST not in name else None
+        key = _inputs_key(kwargs) if share and isinstance(name, str) and _THIS_HOST not in name else None
         if key is None:
             results[name] = evaluate_host(name, **kwargs)
             if finish is not None:

@@ -9,7 +9,8 @@ is that venv (the integration tests call ROOT/.venv/bin/ansible-playbook) and wh
 links dlrack.node to the copy and the other collections to this checkout's .venv/collections.
 
 The tests chosen are those that exercise ansible-core behaviour: the action plugins, the
-controller-side plugin_utils (the fleet fast path: clean_facts, gc.freeze, controller_heap), the
+controller-side plugin_utils (the fleet fast path: clean_facts, gc.freeze, raw_get - plugin_utils/fastpath.py -
+and its differential tests, test_fastpath.py and test_fastpath_playbook.py), the
 declaration writer and the hostile-node console (two 2.16-only bugs were found this way:
 17362c3, f6b07b2; docs/trust.md).
 """
@@ -34,6 +35,7 @@ TESTS = (
     "tests/integration/test_hostile_nodes.py",
     "tests/integration/test_declare.py",
     "tests/integration/test_controller_gc.py",
+    "tests/integration/test_fastpath_playbook.py",     # the fast path against the reference path, end to end
     "tests/unit/plugins/action",
     "tests/unit/plugins/plugin_utils",
 )

@@ -81,7 +81,7 @@ def test_reading_variables_with_the_empty_facts_shortcut_gives_the_same_values(t
     from ansible.vars import manager
     from ansible.vars.hostvars import HostVars
     from ansible.vars.manager import VariableManager
-    from ansible_collections.dlrack.node.plugins.action import preflight_report
+    from ansible_collections.dlrack.node.plugins.plugin_utils import fastpath
 
     inv_file = tmp_path / "inv.json"
     inv_file.write_text(json.dumps({"all": {"vars": {"dlrack_thresholds": {"min_gpus": 1}}, "children": {"rack": {
@@ -96,7 +96,7 @@ def test_reading_variables_with_the_empty_facts_shortcut_gives_the_same_values(t
     hosts = ("a", "b", "c")
     plain = dict((h, hv.raw_get(h)) for h in hosts)
     calls = []
-    with preflight_report._empty_facts_shortcut():
+    with fastpath._empty_facts_shortcut():
         assert manager.clean_facts is not original
         shortcut = manager.clean_facts
         manager.clean_facts = lambda facts: calls.append(dict(facts)) or shortcut(facts)
