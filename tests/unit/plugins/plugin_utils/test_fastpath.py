@@ -274,7 +274,9 @@ def test_the_reference_path_reads_through_the_public_mapping_only(monkeypatch, t
     assert len(calls) == len(hosts)
     assert json.dumps(reference, sort_keys=True, default=repr) == fast
     assert json.dumps(read_variables(PublicOnly(hostvars), hosts), sort_keys=True, default=repr) == fast
-    assert isinstance(reference["undefined-th"]["dlrack_thresholds"], Unresolved)
+    # 2.19 raises on the undefined variable (that host's finding); 2.16's HostVarsVars leaves the text
+    undefined = reference["undefined-th"]["dlrack_thresholds"]
+    assert isinstance(undefined, Unresolved) or undefined == "{{ rack_thresholds }}", undefined
 
 
 def test_without_the_internals_the_fast_path_falls_back_piece_by_piece(monkeypatch, tmp_path):
