@@ -518,24 +518,25 @@ def _host_view(host, res, rules=(), fragments=None, share=None):
     key = ("view", _fragment_key(res, host, fastpath.shares_reports() if share is None else share))
     entry = cache.get(key)
     if entry is None:
-        entry = cache[key] = (_view_parts(res, rules, cache, name), _names_itself(res, name))
+        named = _names_itself(res, name)
+        entry = cache[key] = (_view_parts(res, rules, cache, name, named), named)
     elif entry[1] or _names_itself(res, name):
         # The shared parts were made for another host, and a finding names one of the two (a host
         # "a" and "a VM" in a message): the matrix key and the section depend on the name, so this
         # host's are its own - what building its view alone gives (test_fastpath.py found it).
-        entry = (_view_parts(res, rules, cache, name), True)
+        entry = (_view_parts(res, rules, cache, name, True), True)
     view.update(entry[0])
     return view
 
 
 def _names_itself(res, name):
+    """Whether a finding of ``res`` holds ``name``: one C search; usually no finding names its host."""
     return bool(name) and mentions(res["findings"], name)
 
 
-def _view_parts(res, rules, cache, name):
+def _view_parts(res, rules, cache, name, named):
     cells = tuple(_cells(res, rules))
     parts = {"cells_html": _fragment(cache, "cells.html.j2", key=cells, cells=cells)}
-    named = bool(name) and mentions(res["findings"], name)     # one C search; usually no finding names its host
     # The matrix groups a big fleet's rows by this key: the cells with the host's own name left out.
     parts["cells_key"] = tuple(c and (c[0], c[1], _without_name(c[2], name)) for c in cells) if named else cells
     hw = res.get("hw") if isinstance(res.get("hw"), dict) else {}
