@@ -191,8 +191,8 @@ def bench_declared(n, reps, workdir, reference=False):
             floor_cpu.append(cpu)
             # the fast path (default), then - with --reference - the plain reference path
             # (DLRACK_FAST_PATH=false, plugin_utils/fastpath.py): what the fast path buys
-            for env_extra, walls, cpus in ((None, pre, pre_cpu),) + ((({"DLRACK_FAST_PATH": "false"}, ref, ref_cpu),)
-                                                                      if reference else ()):
+            modes = [(None, pre, pre_cpu)] + ([({"DLRACK_FAST_PATH": "false"}, ref, ref_cpu)] if reference else [])
+            for env_extra, walls, cpus in modes:
                 wall, cpu, rc, out = timed_playbook(os.path.join(ROOT, "playbooks", "preflight.yml"), inv,
                                                     ["-e", "dlrack_report_dir=" + rep, "-e", "preflight_print_summary=false"],
                                                     env_extra)
@@ -245,7 +245,7 @@ def declared_main(n, reps, reference=False):
             r["floor"], r["preflight"], r["preflight"] / r["floor"],
             r["floor_cpu"], r["preflight_cpu"], r["preflight_cpu"] / r["floor_cpu"], goal, r["rc"])
             + (" %.1f s | %.2fx | %.1f s | %.2fx |" % (r["reference"], r["reference"] / r["floor"], r["reference_cpu"],
-                                                      r["reference_cpu"] / r["floor_cpu"]) if reference else ""))
+                                                       r["reference_cpu"] / r["floor_cpu"]) if reference else ""))
     lines.append("")
     if reference:
         lines.append("Reference path: the same playbook with DLRACK_FAST_PATH=false (plugin_utils/fastpath.py: every "

@@ -24,6 +24,7 @@ RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{12}")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
 BAD = copy.deepcopy(GOOD)
 BAD["memory"]["total_mb"] = 262144                     # memory.exceeds_vram: an error
+ADA_DECLARED = {"schema": 1, "source": "declared", "gpus": {"model": "NVIDIA RTX 6000 Ada Generation", "count": 4}}
 
 
 def hostile_inventory(tmp_path):
@@ -48,8 +49,7 @@ def hostile_inventory(tmp_path):
         "evil-gathered": node_vars(evil),
         "cached-evil": node_vars(cached, dlrack_hw=BAD),
         "gpu\x1bc\x07\x9b2J\nPASS  forged": node_vars(escape, dlrack_gather=True, dlrack_external_archive="nfs://x\x1b[2J",
-                                                    dlrack_hw={"schema": 1, "source": "declared",
-                                                               "gpus": {"model": "NVIDIA RTX 6000 Ada Generation", "count": 4}}),
+                                                      dlrack_hw=ADA_DECLARED),
         u"узел-ü-\u2603": {"dlrack_hw": GOOD},
         'x" onmouseover="alert(1)': {"dlrack_hw": BAD},
         "undefined-decl": {"dlrack_hw": dict(GOOD, cpu={"model": "{{ rack_cpu_model }}", "sockets": 2})},
