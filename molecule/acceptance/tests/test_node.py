@@ -20,22 +20,8 @@ UNMOUNTED = "/mnt/unmounted"
 LOOPS = os.path.join(os.environ.get("DLRACK_LOOP_DIR", "/var/tmp/dlrack-acceptance"), "loops.json")
 
 
-def read_sections(host, commands):
-    """Run every (name, shell command) in ONE podman exec; {name: its stdout lines}, and stderr."""
-    script = "\n".join("echo '@@ %s'; %s" % (name, cmd) for name, cmd in commands)
-    res = host.run(script)
-    out, name = {}, None
-    for line in res.stdout.splitlines():
-        if line.startswith("@@ "):
-            name = line[3:]
-            out[name] = []
-        elif name is not None:
-            out[name].append(line)
-    return out, res.stderr
-
-
 @pytest.fixture(scope="module")
-def node(host):
+def node(host, read_sections):
     tiers = " ".join(TIERS)
     return read_sections(host, [
         ("fio", "dpkg-query -W -f '${Status} ${Version}\\n' fio; command -v fio"),

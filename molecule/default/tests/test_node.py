@@ -26,22 +26,8 @@ CHANGED = ("S=$(( $(date -d \"$(systemctl show -p UserspaceTimestamp --value)\" 
            "-o -newermt @$S -print | sort")
 
 
-def read_sections(host, commands):
-    """Run every (name, shell command) in ONE podman exec; {name: its stdout lines}, and stderr."""
-    script = "\n".join("echo '@@ %s'; %s" % (name, cmd) for name, cmd in commands)
-    res = host.run(script)
-    out, name = {}, None
-    for line in res.stdout.splitlines():
-        if line.startswith("@@ "):
-            name = line[3:]
-            out[name] = []
-        elif name is not None:
-            out[name].append(line)
-    return out, res.stderr
-
-
 @pytest.fixture(scope="module")
-def node(host):
+def node(host, read_sections):
     return read_sections(host, [
         ("changed", CHANGED),
         ("ansible-tmp", "ls -A /root/.ansible/tmp"),

@@ -46,22 +46,8 @@ INSTALLED = {
 INSTALLED.update((MODULE_UTILS + "/" + path, ("regular file", "root", "root", "644")) for path in CODE)
 
 
-def read_sections(host, commands):
-    """Run every (name, shell command) in ONE podman exec; {name: its stdout lines}, and stderr."""
-    script = "\n".join("echo '@@ %s'; %s" % (name, cmd) for name, cmd in commands)
-    res = host.run(script)
-    out, name = {}, None
-    for line in res.stdout.splitlines():
-        if line.startswith("@@ "):
-            name = line[3:]
-            out[name] = []
-        elif name is not None:
-            out[name].append(line)
-    return out, res.stderr
-
-
 @pytest.fixture(scope="module")
-def state(host):
+def state(host, read_sections):
     files = " ".join(sorted(INSTALLED))
     return read_sections(host, [
         ("stat", "stat -c '%%n|%%F|%%U|%%G|%%a' %s" % files),
@@ -87,7 +73,7 @@ HELPER_SPLIT = ("import os, sys, dlrack_affinity as d; p = d.WorkerPinner(split=
 
 
 @pytest.fixture(scope="module")
-def runs(host):
+def runs(host, read_sections):
     with open(os.path.join(ROOT, "molecule", "gpu_affinity", "split_workers.py")) as handle:
         workers = handle.read()
     return read_sections(host, [

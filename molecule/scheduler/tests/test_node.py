@@ -36,22 +36,8 @@ INSTALLED = {
 INSTALLED.update((MODULE_UTILS + "/" + path, ("regular file", "root", "root", "644")) for path in CODE)
 
 
-def read_sections(host, commands):
-    """Run every (name, shell command) in ONE podman exec; {name: its stdout lines}, and stderr."""
-    script = "\n".join("echo '@@ %s'; %s" % (name, cmd) for name, cmd in commands)
-    res = host.run(script)
-    out, name = {}, None
-    for line in res.stdout.splitlines():
-        if line.startswith("@@ "):
-            name = line[3:]
-            out[name] = []
-        elif name is not None:
-            out[name].append(line)
-    return out, res.stderr
-
-
 @pytest.fixture(scope="module")
-def node(host):
+def node(host, read_sections):
     return read_sections(host, [
         ("active", "systemctl is-active munge slurmctld slurmd"),
         ("slurm01", "scontrol show node slurm01"),
