@@ -21,6 +21,7 @@ __metaclass__ = type
 import collections
 import functools
 import json
+import marshal
 import re
 from xml.sax.saxutils import escape
 
@@ -518,20 +519,35 @@ def _host_view(host, res, rules=(), fragments=None, share=None):
     key = ("view", _fragment_key(res, host, fastpath.shares_reports() if share is None else share))
     entry = cache.get(key)
     if entry is None:
-        named = _names_itself(res, name)
-        entry = cache[key] = (_view_parts(res, rules, cache, name, named), named)
-    elif entry[1] or _names_itself(res, name):
+        blob = _findings_blob(res)
+        named = _names_itself(res, name, blob)
+        entry = cache[key] = (_view_parts(res, rules, cache, name, named), named, blob)
+    elif entry[1] or _names_itself(res, name, entry[2]):
         # The shared parts were made for another host, and a finding names one of the two (a host
         # "a" and "a VM" in a message): the matrix key and the section depend on the name, so this
         # host's are its own - what building its view alone gives (test_fastpath.py found it).
-        entry = (_view_parts(res, rules, cache, name, True), True)
+        entry = (_view_parts(res, rules, cache, name, True), True, None)
     view.update(entry[0])
     return view
 
 
-def _names_itself(res, name):
-    """Whether a finding of ``res`` holds ``name``: one C search; usually no finding names its host."""
-    return bool(name) and mentions(res["findings"], name)
+def _findings_blob(res):
+    """The findings as marshal writes them (every string as its UTF-8 bytes: what rules.mentions
+    searches), made once per shared view; None where marshal cannot write them."""
+    try:
+        return marshal.dumps(res["findings"], 2)
+    except (ValueError, TypeError):
+        return None
+
+
+def _names_itself(res, name, blob=None):
+    """Whether a finding of ``res`` holds ``name`` (rules.mentions; ``blob``: _findings_blob(res)
+    for a search in C without writing the findings again); usually no finding names its host."""
+    if not name:
+        return False
+    if blob is None:
+        return mentions(res["findings"], name)
+    return name.encode("utf-8", "surrogatepass") in blob
 
 
 def _view_parts(res, rules, cache, name, named):
