@@ -259,6 +259,27 @@ def test_a_gathered_first_host_with_its_own_fail_on(tmp_path):
     assert "pre-flight failed for 1 host(s)" in run.stdout and ": b-bad;" in run.stdout
 
 
+def test_a_gathered_first_hosts_bad_own_fail_on_is_its_own_error(tmp_path):
+    """18.2 through the gather play: the first host is gathered and its own dlrack_fail_on is no
+    level. That is its error finding; the second host is still judged (the role's argument-spec
+    check of the validation play, run once on the first host, used to stop the whole run there)."""
+    a, b = Node(tmp_path, "a"), Node(tmp_path, "b")
+    a.answer(copy.deepcopy(GATHERED))
+    broken = copy.deepcopy(GATHERED)
+    broken["gpus"][0]["pcie"]["width"] = 4                     # gpu.pcie_link: an error
+    b.answer(broken)
+    inv = inventory(tmp_path, {"a-first": node_vars(a, dlrack_fail_on="sometimes"), "b-bad": node_vars(b)})
+    reports = tmp_path / "reports"
+    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    assert run.returncode == 2, run.stdout
+    hosts = json.loads((reports / "report.json").read_text())["hosts"]
+    assert [f["message"] for f in hosts["a-first"]["findings"]
+            if f["rule"] == "inventory.schema" and f["severity"] == "error"] == [
+        'host a-first: dlrack_fail_on is "sometimes", not one of error, warning, never']
+    assert "gpu.pcie_link" in [f["rule"] for f in hosts["b-bad"]["findings"] if f["severity"] == "error"]
+    assert "pre-flight failed for 2 host(s)" in run.stdout, run.stdout
+
+
 def test_the_console_shows_control_characters_escaped(tmp_path):
     """18.8: a host name with ESC/OSC 52/BEL and a line feed, and a gathered GPU model with a
     terminal sequence, reach the console only as escapes: no raw control character in the
