@@ -30,7 +30,7 @@ CHANGED = ("S=$(( $(date -d \"$(systemctl show -p UserspaceTimestamp --value)\" 
 def node(host, read_sections):
     return read_sections(host, [
         ("changed", CHANGED),
-        ("ansible-tmp", "ls -A /root/.ansible/tmp"),
+        ("ansible-tmp", "ls -A /root/.ansible/tmp 2>/dev/null"),
         ("pci-vendors", "cat /sys/bus/pci/devices/*/vendor | sort -u"),
         ("cores", "lscpu -p=socket,core | grep -v '^#' | sort -u"),
         ("numa-nodes", "ls -d /sys/devices/system/node/node[0-9]*"),
@@ -46,7 +46,10 @@ def findings(host):
 
 
 def test_the_preflight_wrote_nothing_on_the_node(node):
-    assert node[0]["changed"] == ANSIBLE_TMP, node
+    # Ansible's remote temp directory exists only where a module was copied to the node: over the
+    # pipelined connection of the scenarios (molecule/plugins/connection) none is, so it may be absent.
+    changed = node[0]["changed"]
+    assert changed in ([], ANSIBLE_TMP), node
     assert node[0]["ansible-tmp"] == [], node[0]["ansible-tmp"]
 
 
