@@ -244,17 +244,23 @@ def test_cached_facts_from_another_module_cannot_set_inputs_or_settings(tmp_path
     assert "pre-flight failed for 2 host(s)" in run.stdout
 
 
-def test_a_gathered_first_host_with_its_own_fail_on(tmp_path):
-    """18.2 through the role (the gather play, then the role's validation): the first host is
-    gathered and says dlrack_fail_on: never for itself; the failing second host still fails."""
+def gathered_pair(tmp_path, first_fail_on):
+    """preflight.yml on two gathered hosts: a-first passes and sets its own dlrack_fail_on,
+    b-bad's GPU link is x4 (gpu.pcie_link: an error). (the run, the report directory)"""
     a, b = Node(tmp_path, "a"), Node(tmp_path, "b")
     a.answer(copy.deepcopy(GATHERED))
     broken = copy.deepcopy(GATHERED)
-    broken["gpus"][0]["pcie"]["width"] = 4                     # gpu.pcie_link: an error
+    broken["gpus"][0]["pcie"]["width"] = 4
     b.answer(broken)
-    inv = inventory(tmp_path, {"a-first": node_vars(a, dlrack_fail_on="never"), "b-bad": node_vars(b)})
+    inv = inventory(tmp_path, {"a-first": node_vars(a, dlrack_fail_on=first_fail_on), "b-bad": node_vars(b)})
     reports = tmp_path / "reports"
-    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    return playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports), reports
+
+
+def test_a_gathered_first_host_with_its_own_fail_on(tmp_path):
+    """18.2 through the role (the gather play, then the role's validation): the first host is
+    gathered and says dlrack_fail_on: never for itself; the failing second host still fails."""
+    run, reports = gathered_pair(tmp_path, "never")
     assert run.returncode == 2, run.stdout
     assert "pre-flight failed for 1 host(s)" in run.stdout and ": b-bad;" in run.stdout
 
@@ -263,14 +269,7 @@ def test_a_gathered_first_hosts_bad_own_fail_on_is_its_own_error(tmp_path):
     """18.2 through the gather play: the first host is gathered and its own dlrack_fail_on is no
     level. That is its error finding; the second host is still judged (the role's argument-spec
     check of the validation play, run once on the first host, used to stop the whole run there)."""
-    a, b = Node(tmp_path, "a"), Node(tmp_path, "b")
-    a.answer(copy.deepcopy(GATHERED))
-    broken = copy.deepcopy(GATHERED)
-    broken["gpus"][0]["pcie"]["width"] = 4                     # gpu.pcie_link: an error
-    b.answer(broken)
-    inv = inventory(tmp_path, {"a-first": node_vars(a, dlrack_fail_on="sometimes"), "b-bad": node_vars(b)})
-    reports = tmp_path / "reports"
-    run = playbook(tmp_path, "preflight.yml", inv / "hosts.yml", "dlrack_report_dir=%s" % reports)
+    run, reports = gathered_pair(tmp_path, "sometimes")
     assert run.returncode == 2, run.stdout
     hosts = json.loads((reports / "report.json").read_text())["hosts"]
     assert [f["message"] for f in hosts["a-first"]["findings"]
