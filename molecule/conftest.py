@@ -27,7 +27,18 @@ def read_node_sections(host, commands):
     return out, res.stderr
 
 
+def stat_table(lines):
+    """{path: (type, owner, group, mode)} from `stat -c '%n|%F|%U|%G|%a'` lines (a read_sections section)."""
+    return dict((fields[0], tuple(fields[1:])) for fields in (line.split("|") for line in lines))
+
+
 @pytest.fixture(scope="session")
 def read_sections():
     """read_node_sections, for a test file's module-scoped fixture that reads the node once."""
     return read_node_sections
+
+
+@pytest.fixture(scope="session")
+def stat_lines():
+    """stat_table, for the tests that compare installed files' owner and mode."""
+    return stat_table

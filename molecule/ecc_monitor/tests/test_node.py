@@ -62,8 +62,8 @@ def test_collector_timer_enabled_and_active(node):
     assert any("dlrack-ecc-collector.service" in line for line in node[0]["timers"]), node[0]["timers"]
 
 
-def test_installed_files_owner_and_mode(node):
-    got = dict((f[0], tuple(f[1:])) for f in (line.split("|") for line in node[0]["stat"]))
+def test_installed_files_owner_and_mode(node, stat_lines):
+    got = stat_lines(node[0]["stat"])
     assert got == INSTALLED, node[1]
 
 

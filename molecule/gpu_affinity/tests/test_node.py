@@ -99,11 +99,8 @@ def case(runs, name):
     return lines[:-1], int(lines[-1][3:])
 
 
-def test_installed_files_owner_and_mode(state):
-    got = {}
-    for line in state[0]["stat"]:
-        path, kind, user, group, mode = line.split("|")
-        got[path] = (kind, user, group, mode)
+def test_installed_files_owner_and_mode(state, stat_lines):
+    got = stat_lines(state[0]["stat"])
     assert got == INSTALLED, state[1]
 
 

@@ -93,11 +93,8 @@ def test_slurmctld_runs_the_health_check(node):
     assert config["HealthCheckInterval"] == "5 sec" and config["HealthCheckNodeState"] == "ANY", config
 
 
-def test_health_check_files_owner_and_mode(node):
-    got = {}
-    for line in node[0]["stat"]:
-        path, kind, user, group, mode = line.split("|")
-        got[path] = (kind, user, group, mode)
+def test_health_check_files_owner_and_mode(node, stat_lines):
+    got = stat_lines(node[0]["stat"])
     assert got == INSTALLED, node[1]
 
 
