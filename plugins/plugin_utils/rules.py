@@ -46,10 +46,11 @@ class Rule(object):
     """One rule: stable id, one-line title (the reports), severity when it fails (training
     profile), the text of its row in the documentation's rules table, and its check."""
 
-    __slots__ = ("id", "title", "severity", "doc", "check")
+    __slots__ = ("id", "title", "severity", "doc", "check", "shadow")
 
-    def __init__(self, rule_id, title, severity, doc, check):
+    def __init__(self, rule_id, title, severity, doc, check, shadow=False):
         self.id, self.title, self.severity, self.doc, self.check = rule_id, title, severity, doc, check
+        self.shadow = shadow
 
     def run(self, ctx):
         """Judge ``ctx``: the check reports through ``ctx.report``/``ctx.skip`` under this rule's id."""
@@ -57,15 +58,21 @@ class Rule(object):
         self.check(ctx)
 
 
-def rule(rule_id, title, severity, doc):
+def rule(rule_id, title, severity, doc, shadow=False):
     """Register the decorated ``check(ctx)`` as the rule ``rule_id``. ``doc`` is its row in the
     rules table of README.md and docs/dlrack_hw.md (``scripts/gen_docs.py`` writes them);
-    ``{threshold}`` in it stands for that threshold's default."""
+    ``{threshold}`` in it stands for that threshold's default.
+
+    ``shadow=True``: a rule new since collection 0.1.0 starts in shadow mode - where it fails, its
+    finding is a warning marked ``"shadow": "error"`` (what it would be) and its message starts with
+    ``[shadow]``, so the gate does not fail on it, until the operator enforces it for a host with
+    ``dlrack_severity: {<rule id>: error}``. The scheduler act decides the same rule's drains by
+    its own mode (``dlrack_rule_modes``, module_utils/scheduler/modes.py), shadow by default too."""
     if severity not in SEVERITIES[:3] or any(r.id == rule_id for r in _REGISTRY):
         raise ValueError("rule %r: a new id and a severity of error, warning or info" % (rule_id,))
 
     def register(check):
-        _REGISTRY.append(Rule(rule_id, title, severity, doc, check))
+        _REGISTRY.append(Rule(rule_id, title, severity, doc, check, shadow=bool(shadow)))
         return check
     return register
 
@@ -168,6 +175,9 @@ def _resolve_thresholds(profile, thresholds, problems):
 
 def _resolve_severity(profile, severity, problems):
     sev = dict(_DEFAULT_SEVERITY, **PROFILES[profile]["severity"])
+    for key in _SHADOW_RULES:
+        if sev.get(key) == "error":
+            sev[key] = "shadow"     # a new rule's error is reported as what it would be (rule())
     if severity is None:
         return sev
     if not isinstance(severity, dict):
@@ -232,6 +242,7 @@ def _workload(clean, workload, problems):
 # --------------------------------------------------------------------------------------------
 
 _CAP = {"error": {"fail": "error", "warn": "warning"},
+        "shadow": {"fail": "warning", "warn": "warning"},
         "warning": {"fail": "warning", "warn": "warning"},
         "info": {"fail": "info", "warn": "info"}}
 
@@ -257,10 +268,15 @@ class _Ctx(object):
         configured = self.sev[rule_id]
         if configured == "off":
             return
-        self.findings.append({
+        finding = {
             "rule": rule_id, "severity": "info" if level == "pass" else _CAP[configured][level],
             "observed": observed, "required": required, "message": message,
-            "remedy": None if level == "pass" else remedy})
+            "remedy": None if level == "pass" else remedy}
+        if configured == "shadow" and level == "fail":
+            # shadow mode (rule(shadow=True)): what it would be, and the reports say so
+            finding["shadow"] = "error"
+            finding["message"] = "[shadow] " + message
+        self.findings.append(finding)
 
     def disks(self):
         """The host's disks by classify_disks, computed once for both storage rules."""
@@ -989,6 +1005,7 @@ def _check_matches_declared(ctx):
 RULES = tuple((r.id, r.title) for r in _REGISTRY)
 RULE_IDS = tuple(r.id for r in _REGISTRY)
 _DEFAULT_SEVERITY = dict((r.id, r.severity) for r in _REGISTRY)
+_SHADOW_RULES = tuple(r.id for r in _REGISTRY if r.shadow)
 _RULE_BY_ID = dict((r.id, r) for r in _REGISTRY)
 
 
