@@ -12,7 +12,7 @@ import re
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
-    ReportWriteError, finite_copy, summary_lines, write_reports)
+    ReportWriteError, drift_headline, finite_copy, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
 from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, console_line, setting_error
@@ -431,6 +431,7 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
         "error_hosts": sorted(h for h, d in (drift or {}).items() if d.get("unreachable") or d.get("failures")),
     }
     if drift is not None:
+        out["lines"].append(drift_headline(drift))   # the same counts as drift.html's headline
         for host in sorted(drift):
             for c in drift[host].get("changes", []):
                 out["lines"].append("DRIFT %s: [%s] %s" % (host, c.get("role") or "-", c.get("task")))

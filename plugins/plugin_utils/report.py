@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import difflib
 import functools
 import json
 import marshal
@@ -190,8 +191,12 @@ def junit_suites(results, summary, drift=None, warnings="skipped", run_id=None):
                           message="not checked: the host could not be reached (the rule holds for its declaration)")
                      if c["result"] == "passed" else c for c in cases]
         for change in (drift or {}).get(host, {}).get("changes", []):
+            text = unified_diff(change.get("diff"))
             cases.append(junit_case(junit_classname(host, "drift"), "drift: %s" % change.get("task"), "failure",
-                                    "would change: %s" % change.get("task"), "drift", strict_json_dumps(change, indent=None)))
+                                    "would change: %s" % change.get("task"), "drift",
+                                    "role: %s\naction: %s%s%s" % (change.get("role") or "-", change.get("action") or "-",
+                                                                 "\n" + str(change["msg"]) if change.get("msg") else "",
+                                                                 "\n" + text if text else "")))
         host_drift = (drift or {}).get(host, {})
         for failure in host_drift.get("failures", []):
             # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
@@ -615,6 +620,84 @@ def _cut(text, limit):
     return text if len(text) <= limit else u"%s\u2026 (%d more characters)" % (text[:limit], len(text) - limit)
 
 
+DIFF_MAX_LINES = 80     # lines of one change's unified diff in drift.html/drift.xml; drift.json keeps the whole diff
+DIFF_MAX_LINE = 240     # characters of one diff line
+# A header that is a temporary file of Ansible's (the rendered template's source, a module's
+# scratch copy), not a path of the node an operator knows: the diff names the destination instead.
+_TEMP_HEADER = re.compile(r"(^|/)(\.ansible/tmp/|ansible-tmp-|ansible-local-|ansible-moduletmp-)|^/tmp/tmp[\w-]{6,}")
+
+
+def _diff_lines(value):
+    """One side of a diff as lines: text as it is, a mapping (the file module's state) as
+    ``key: value`` lines, nothing as no line."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return ["%s: %s" % (k, value[k] if isinstance(value[k], str) else json.dumps(value[k], sort_keys=True, default=str))
+                for k in sorted(value, key=str)]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return str(value).splitlines()
+
+
+def _diff_header(header, other, side):
+    header = None if header is None else str(header)
+    if header and not _TEMP_HEADER.search(header):
+        return header
+    other = None if other is None else str(other)
+    return other if other and not _TEMP_HEADER.search(other) else side
+
+
+def unified_diff(diff, max_lines=DIFF_MAX_LINES, max_line=DIFF_MAX_LINE):
+    """A would-be change's ``diff`` (what a module returned in check mode with --diff: a mapping
+    or a list of them, with before/after and their headers, or apt's ``prepared`` text) as the
+    unified diff an operator reads (difflib, 3 lines of context), as text: no temporary paths
+    (a header under Ansible's tmp names the other side's path), each line cut at ``max_line``
+    characters and the whole at ``max_lines`` lines with a closing line saying how many were
+    left out. Escaping is the writer's: Jinja's autoescape in HTML, xml_safe in XML. "" when the
+    module returned no diff."""
+    parts = diff if isinstance(diff, (list, tuple)) else [diff]
+    out = []
+    for part in parts:
+        if not part:
+            continue
+        if not isinstance(part, dict):
+            out.extend(str(part).splitlines())
+            continue
+        if part.get("prepared"):
+            out.extend(str(part["prepared"]).splitlines())
+        if part.get("before") is None and part.get("after") is None:
+            continue
+        before, after = _diff_lines(part.get("before")), _diff_lines(part.get("after"))
+        if before == after:
+            continue
+        out.extend(difflib.unified_diff(
+            before, after, _diff_header(part.get("before_header"), part.get("after_header"), "before"),
+            _diff_header(part.get("after_header"), part.get("before_header"), "after"), n=3, lineterm=""))
+    if len(out) > max_lines:
+        out = out[:max_lines] + [u"\u2026 %d more line(s) of this diff: drift.json has it whole" % (len(out) - max_lines)]
+    return "\n".join(xml_safe(_cut(line, max_line)) for line in out)
+
+
+def drift_counts(drift):
+    """What a drift run found, counted once for the console, drift.html and the verdict alike:
+    {"changes": would-be changes, "drifted": hosts with at least one (also when another of
+    their checks failed), "unchecked": hosts unreachable or with a failed check, "failures":
+    failed checks}."""
+    drift = drift or {}
+    return {"changes": sum(len(d.get("changes") or ()) for d in drift.values()),
+            "drifted": sum(1 for d in drift.values() if d.get("changes")),
+            "unchecked": sum(1 for d in drift.values() if d.get("unreachable") or d.get("failures")),
+            "failures": sum(len(d.get("failures") or ()) for d in drift.values())}
+
+
+def drift_headline(drift):
+    """The one line that heads the drift run's console lines, with drift_counts()'s figures."""
+    c = drift_counts(drift)
+    return "dlrack.node drift: %d would-be change(s) on %d host(s) drifted, %d host(s) not checked (%d failed check(s)), of %d host(s)" % (
+        c["changes"], c["drifted"], c["unchecked"], c["failures"], len(drift or {}))
+
+
 def _group_findings(hosts, results, order):
     """The error and the warning findings, each grouped by (rule, message, remedy) with the host's
     own name taken out of the comparison (a message that names its host still groups with the same
@@ -651,16 +734,16 @@ def _drift_views(views, drift):
     failed) is `unchecked` and a host where a task would change `drifted`, whatever its hardware
     validation says; an unreachable host's matrix row shows why instead of outcomes (they come
     from its declaration, not from the host). Returns the views and the counts for the cards."""
-    out, counts = [], {"unchecked": 0, "drifted": 0}
+    out, counts = [], drift_counts(drift)
     for v in views:
         d = drift.get(v["name"]) or {}
         state = "unchecked" if d.get("unreachable") or d.get("failures") else ("drifted" if d.get("changes") else None)
         if state is None:
             out.append(v)
             continue
-        counts[state] += 1
-        v = dict(v, status=state, label="not checked" if state == "unchecked" else "drifted",
-                 symbol=SYMBOLS["fail"] if state == "drifted" else SYMBOLS["skip"])
+        # a host where a task would change and another check failed is both: counted in both cards
+        label = "drifted" if state == "drifted" else ("not checked, drifted" if d.get("changes") else "not checked")
+        v = dict(v, status=state, label=label, symbol=SYMBOLS["fail"] if state == "drifted" else SYMBOLS["skip"])
         if d.get("unreachable"):
             msg = "; ".join(str(f.get("msg") or "") for f in d.get("failures") or []) or "unreachable"
             v["unchecked"] = _cut("unreachable: " + msg, 300)
@@ -729,10 +812,18 @@ def html_page(results, summary, drift=None, title=None, run_id=None):
     if drift is None:
         cards = [(k, summary[k], k) for k in ("fail", "warn", "pass")]
     else:
-        cards = [("fail" if drift_counts["drifted"] else "pass", drift_counts["drifted"], "drifted"),
+        cards = [("fail" if drift_counts["changes"] else "pass", drift_counts["changes"], "would-be change(s)"),
+                 ("fail" if drift_counts["drifted"] else "pass", drift_counts["drifted"], "drifted"),
                  ("fail" if drift_counts["unchecked"] else "pass", drift_counts["unchecked"], "not checked (error)")]
         cards += [(k, shown[k], k if k != "pass" else "pass (checked, no drift)") for k in ("fail", "warn", "pass")]
-    drift_rows = [(h, c, _cut(str(c.get("diff") or ""), 2000)) for h in sorted(drift or {}) for c in drift[h].get("changes", [])]
+    # per host, then per role in the order the roles ran: one group row each, then its changes as unified diffs
+    drift_rows = []
+    for h in sorted(drift or {}):
+        by_role = collections.OrderedDict()
+        for c in drift[h].get("changes", []):
+            by_role.setdefault(c.get("role") or "-", []).append(
+                (c, unified_diff(c.get("diff")), xml_safe(_cut(str(c.get("msg") or ""), 500))))
+        drift_rows.extend((h, role, changes) for role, changes in by_role.items())
     error_rows = [(h, f, _cut(("unreachable: " if drift[h].get("unreachable") else "") + str(f.get("msg") or ""), 2000))
                   for h in sorted(drift or {}) for f in drift[h].get("failures", [])]
     return "report.html.j2", dict(title=title, summary=summary, run_id=run_id or "", generated=now_iso(),

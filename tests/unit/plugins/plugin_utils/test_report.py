@@ -419,8 +419,9 @@ def test_drift_section_and_drift_failures(tmp_path):
     assert [c.get("name") for c in drifted] == ["drift: Install <rasdaemon>"]
     assert drifted[0].find("failure").get("type") == "drift"
     html = _read(tmp_path, "drift.html")
-    assert "Install &lt;rasdaemon&gt;" in html and "x" * 1900 in html and "x" * 2001 not in html
-    assert "more characters)" in html
+    # a 5,000-character line of a diff is cut at report.DIFF_MAX_LINE characters, saying how many more there were
+    assert "Install &lt;rasdaemon&gt;" in html and "-" + "x" * (report.DIFF_MAX_LINE - 1) in html and "x" * (report.DIFF_MAX_LINE + 1) not in html
+    assert "(%d more characters)" % (5000 + 1 - report.DIFF_MAX_LINE) in html
     assert _strict_json(_read(tmp_path, "drift.json"))["drift"]["live"]["changes"][0]["diff"]["after"] is None
     no_drift = report.build_html(*evaluate_fleet(inputs), drift={"good": {"changes": []}})
     assert "no drift: every managed setting is as the roles leave it" in no_drift
@@ -520,7 +521,7 @@ def test_drift_html_never_shows_an_unchecked_host_as_passing(tmp_path):
     html = _read(tmp_path, "drift.html")
     assert "<title>dlrack.node drift report</title>" in html and "pre-flight report" not in html
     assert "No failures" not in html
-    assert "Drift: 1 host(s) drifted, 2 host(s) not checked (unreachable or a check failed) of 4" in html
+    assert "Drift: 1 would-be change(s) on 1 host(s) drifted, 2 host(s) not checked (unreachable or a check failed) of 4" in html
     cards = html[html.index('<div class="cards">'):html.index("</div>\n<section")]
     assert '<b class="fail">1</b>drifted' in cards and '<b class="fail">2</b>not checked (error)' in cards
     assert '<b class="pass">1</b>pass (checked, no drift)' in cards
