@@ -30,12 +30,11 @@ class ActionModule(ActionBase):
         try:
             out = plan(a["reports"], hosts=a.get("hosts"), backend=a["backend"], node_names=a["node_names"],
                        short_names=a["short_names"], max_nodes=a["max_nodes"], max_percent=a["max_percent"],
-                       run_id=a.get("run_id"), k8s_nodes=a["k8s_nodes"])
+                       run_id=a.get("run_id"), k8s_nodes=a["k8s_nodes"], modes=a["rule_modes"],
+                       group_modes=a["rule_modes_groups"], host_groups=a["host_groups"], untrusted=a["untrusted"],
+                       not_before=a.get("not_before"))
         except PlanError as exc:
             raise AnsibleActionFail("scheduler_plan: %s" % exc)
         result.update(out)
         result["changed"] = False
-        if out["over_cap"]:
-            result["failed"] = True
-            result["msg"] = "scheduler_plan: " + out["over_cap"]
         return result

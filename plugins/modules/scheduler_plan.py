@@ -20,7 +20,9 @@ description:
   - "Maps each host to its scheduler node name (O(node_names), else the inventory name's first label when
     O(short_names)) and groups the failing nodes by their drain reason C(dlrack: <rule ids> <run id>)."
   - The blast-radius cap - when more nodes fail than the smaller of O(max_nodes) and O(max_percent) of the
-    judged nodes (never below one node), the task fails naming the counts and the plan drains and resumes nothing.
+    judged nodes (never below one node), RV(over_cap) names the counts and the plan drains nothing; passing nodes
+    are still put back.
+  - Only rules in C(enforce) mode act; a failing C(shadow) rule is a RV(would_drain) group (O(rule_modes)).
   - Never connects to a host and never reports a change.
 options:
   reports:
@@ -29,7 +31,8 @@ options:
     elements: path
     required: true
   hosts:
-    description: Judge only these inventory hosts (default - every host in the reports).
+    description: This run's hosts; a host of the reports outside them is neither judged nor counted
+      (default - every host in the reports, for a report read outside a run).
     type: list
     elements: str
   backend:
@@ -56,6 +59,26 @@ options:
   run_id:
     description: The run id in the reason (default - the pre-flight report's C(summary.run_id), else a new one).
     type: str
+  rule_modes:
+    description: Rule id (or C(area.*)) -> enforce, shadow or off; rules not named keep their default
+      (the rules of 0.1.0 enforce, newer rules shadow - module_utils/scheduler/modes.py).
+    type: dict
+    default: {}
+  rule_modes_groups:
+    description: Inventory group -> {rule id -> mode}; where a host's groups disagree the mode that acts least wins.
+    type: dict
+    default: {}
+  host_groups:
+    description: Host -> its inventory groups (dlrack.node.scheduler_settings returns them).
+    type: dict
+    default: {}
+  untrusted:
+    description: Host -> the sentence why its verdict is not acted on (its facts set a setting; dlrack.node.scheduler_settings).
+    type: dict
+    default: {}
+  not_before:
+    description: This run's start (epoch seconds); a report written before it is refused.
+    type: float
   k8s_nodes:
     description:
       - For O(backend=kubernetes), the Node objects as the API returns them (C(resources) of
@@ -91,8 +114,18 @@ drain:
   type: list
   elements: dict
   returned: always
+would_drain:
+  description: Groups of nodes that a rule in shadow mode would take out, C({rules, nodes}); nothing is done to them.
+  type: list
+  elements: dict
+  returned: always
+audit:
+  description: One record per decision (drain, would_drain, refused for the cap or trust) with node, host, rules, run id.
+  type: list
+  elements: dict
+  returned: always
 resume:
-  description: Judged nodes that pass (put back only where the scheduler says we took them out); empty over the cap.
+  description: Judged nodes that pass (put back only where the scheduler says we took them out).
   type: list
   elements: str
   returned: always
@@ -118,9 +151,10 @@ run_id:
   returned: always
 k8s:
   description:
-    - For O(backend=kubernetes) - C(taint) (Nodes to taint with C(taint_spec), key C(dlrack.node/unhealthy), effect
-      C(NoSchedule)), C(untaint) (passing Nodes that carry it), C(patch) (C({name, definition}) merge patches of the
-      C(dlrack.node/*) labels and the C(dlrack.node/reason) annotation; nothing else), C(skipped), C(messages).
+    - For O(backend=kubernetes) - C(taint) (C({name, spec}): Nodes to taint NoSchedule with key C(dlrack.node/unhealthy)
+      and the run id as value), C(untaint) (passing Nodes that carry our taint; C(taint_key)), C(patch) and
+      C(patch_after) (C({name, definition}) merge patches of the C(dlrack.node/*) labels and annotations, before
+      tainting and after untainting), C(left_alone) (Nodes with a person's taint under our key), C(skipped), C(messages).
   type: dict
   returned: when O(backend=kubernetes)
 problems:
