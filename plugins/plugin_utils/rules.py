@@ -334,11 +334,6 @@ def _gpu_vendor(gpu):
     return gpu_seam.vendor_name(gpu) or str((gpu.get("_spec") or {}).get("vendor") or "nvidia")
 
 
-def _amd_node(gpus):
-    """True when every GPU is AMD/Hygon: the verdicts then speak of XGMI, RAS and ROCm tools."""
-    return bool(gpus) and all(_gpu_vendor(g) in ("amd", "hygon") for g in gpus)
-
-
 def _links_active(gpu):
     """Active GPU-GPU links: the vendor-neutral ``interconnect.links_active`` when present, else
     schema 1's ``nvlink_active``."""
@@ -393,7 +388,7 @@ def _enrich(hw):
             if gspec:
                 gpu["model"] = gspec["model"]
                 notes["gpus.model"] = "pci.ids: %s -> %s (%s)" % (
-                    gpu["pci_name"], gspec["model"], "no nvidia-smi" if vendor == "nvidia" else "no product name or amd-smi")
+                    gpu["pci_name"], gspec["model"], gpu_seam.BY_NAME.get(vendor, gpu_seam.nvidia).WORDING["model_source"])
         gspec = _lookup("gpu", gpu["model"]) if gpu.get("model") else None
         gpu["_spec"] = gspec
         if gspec and gpu.get("memory_mb") is None and gspec.get("memory_mb"):
@@ -450,8 +445,7 @@ def _check_gpu_present(ctx):
         return
     n = len(ctx.hw["gpus"])
     ctx.report("pass" if n >= need else "fail", n, ">= %d" % need,
-               "%d GPU(s) found" % n if n else "no NVIDIA GPU found (PCI vendor 0x10de) and no AMD GPU "
-               "(0x1002, Hygon 0x1d94) on this node",
+               "%d GPU(s) found" % n if n else gpu_seam.no_gpu_message(),
                "install the GPUs, check they are seated and visible in lspci, or set "
                "dlrack_thresholds.min_gpus: 0 for a node that is meant to have none")
 
@@ -559,9 +553,7 @@ def _unknown_memory(ram, gpus):
     if ram is None:
         return "system RAM"
     if any(not g.get("model") for g in gpus):
-        if _amd_node(gpus):
-            return "GPU memory (GPU model unknown: no VRAM size from amdgpu, is the driver loaded?)"
-        return "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)"
+        return gpu_seam.wording(gpus, "memory_unknown")
     return "GPU memory (model %r not in the catalogue)" % next(g.get("model") for g in gpus if g.get("memory_mb") is None)
 
 
@@ -888,8 +880,7 @@ def _check_interconnect(ctx):
         ctx.skip("fewer than 2 GPUs")
         return
     # AMD Instinct: Infinity Fabric (XGMI) links satisfy the rule as NVLink does (issue 21)
-    amd = _amd_node(gpus)
-    name, want = ("XGMI", "Infinity Fabric (XGMI)") if amd else ("NVLink", "NVLink/NVSwitch")
+    name, want = gpu_seam.wording(gpus, "link")
     active = [_links_active(g) for g in gpus]
     capable = all(_link_capable(g.get("_spec") or {}) for g in gpus)
     if all(active):
@@ -897,14 +888,10 @@ def _check_interconnect(ctx):
                    "all %d GPUs have active %s" % (len(gpus), name))
     elif all(a is None for a in active) and capable:
         ctx.report("pass", "%s-capable model" % name, want,
-                   ("all GPUs are Infinity Fabric models (%s); link state is confirmed once gathered (KFD topology)"
-                    if amd else "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi")
-                   % gpus[0].get("model"))
+                   gpu_seam.wording(gpus, "link_capable") % gpus[0].get("model"))
     elif all(a is None for a in active) and not all(g.get("model") for g in gpus):
         ctx.report("warn", "unknown", want,
-                   "cannot verify XGMI: GPU model unknown (no product name, amd-smi or rocm-smi)" if amd else
-                   "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
-                   "load the amdgpu driver (ROCm) and gather again" if amd else "install the NVIDIA driver and gather again")
+                   gpu_seam.wording(gpus, "link_unknown"), gpu_seam.wording(gpus, "link_unknown_remedy"))
     else:
         if all(a is None for a in active):
             observed = "no %s (model %s)" % (name, gpus[0].get("model"))
@@ -914,9 +901,7 @@ def _check_interconnect(ctx):
             observed = "PCIe only"
         ctx.report("fail", observed, want,
                    "%d GPUs talk over PCIe: gradient all-reduce for multi-GPU training will be bandwidth bound"
-                   % len(gpus), "prefer OAM Instinct platforms (MI300X/MI325X/MI355X baseboards) or Infinity Fabric "
-                   "bridges for PCIe cards" if amd else
-                   "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes")
+                   % len(gpus), gpu_seam.wording(gpus, "link_remedy"))
 
 
 @rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning",
@@ -925,18 +910,14 @@ def _check_gpu_ecc(ctx):
     gpus = ctx.hw["gpus"] or []
     off = ["GPU%s" % g.get("index") for g in gpus
            if g.get("ecc_enabled") is False and (g.get("_spec") or {}).get("ecc") is not False]
-    amd = _amd_node(gpus)
     if not gpus:
         ctx.skip("no GPUs")
     elif off:
         ctx.report("fail", "disabled on " + ", ".join(off), "enabled",
                    "GPU ECC is disabled on %s although the card supports it" % ", ".join(off),
-                   "enable RAS for the VRAM (UMC block): amdgpu.ras_enable=1 on the kernel command line and "
-                   "ECC on in the board's firmware, then reboot" if amd else
-                   "nvidia-smi -e 1 (then reboot or reset the GPUs)")
+                   gpu_seam.wording(gpus, "ecc_remedy"))
     elif any(g.get("ecc_enabled") is None for g in gpus):
-        ctx.skip("ECC mode not known (declared, or the driver exposes no RAS features)" if amd else
-                 "ECC mode not known (declared, or no nvidia-smi)")
+        ctx.skip(gpu_seam.wording(gpus, "ecc_unknown"))
     else:
         ctx.report("pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
 

@@ -394,10 +394,8 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["memory"] = section("memory", lambda: _gather_memory(
             root, "memory" in want, "edac" in want, run, dmi_path, errors))
     if "gpus" in want:
-        tools = {"nvidia-smi": _tool(nvidia_smi, "nvidia-smi", root, True),
-                 "amd-smi": _tool(amd_smi, "amd-smi", root, True)}
-        for name in ("rocm-smi", "hy-smi"):
-            tools[name] = None if amd_smi in (False, "never") else _tool("auto", name, root, True)
+        tools = gpu_seam.find_tools({"nvidia": nvidia_smi, "amd": amd_smi},
+                                    lambda option, name: _tool(option, name, root, True))
         doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, tools, errors))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)

@@ -51,6 +51,12 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import (
     format_cpulist,
     parse_cpulist,
 )
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import (
+    VisibleDevicesError,
+    nvidia,
+    visible_selection,
+    visible_variables,
+)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
     ParseError,
     normalize_pci_bus_id,
@@ -69,10 +75,9 @@ EXIT_USAGE = 2
 EXIT_NOT_IN_PLAN = 3
 EXIT_NO_COMMAND = 127
 
-# `nvidia-smi -L` (MIG ids to their GPU), through the bounded runner (system/command.py): a wedged
-# driver costs the training process at most this long, a runaway output at most this many bytes.
-MIG_LIST_TIMEOUT_S = 30
-MIG_LIST_OUTPUT_LIMIT = 1024 * 1024
+# listing MIG ids (hw/gpu/nvidia.py: mig_parents) through the bounded runner (system/command.py)
+MIG_LIST_TIMEOUT_S = nvidia.MIG_LIST_TIMEOUT_S
+MIG_LIST_OUTPUT_LIMIT = nvidia.MIG_LIST_OUTPUT_LIMIT
 
 
 class BindError(Exception):
@@ -120,31 +125,13 @@ def norm_uuid(uuid):
     return u[4:] if u.startswith("gpu-") else u
 
 
-def parse_nvidia_smi_list(text):
-    """`nvidia-smi -L` -> {mig_uuid_lower: parent_gpu_uuid}."""
-    out = {}
-    parent = None
-    for line in (text or "").splitlines():
-        m = re.search(r"^GPU \d+:.*\(UUID: (GPU-[^)]+)\)", line.strip())
-        if m:
-            parent = m.group(1)
-            continue
-        m = re.search(r"\(UUID: (MIG-[^)]+)\)", line)
-        if m and parent:
-            out[m.group(1).lower()] = parent
-    return out
+parse_nvidia_smi_list = nvidia.parse_gpu_list
 
 
 def _mig_parents(mig_map):
     if mig_map is not None:
         return mig_map
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return {}
-    res = run_bounded([exe, "-L"], timeout=MIG_LIST_TIMEOUT_S, output_limit=MIG_LIST_OUTPUT_LIMIT)
-    if res.problem:   # killed after the time or output limit, or not started: no map
-        return {}
-    return parse_nvidia_smi_list(res.stdout)
+    return nvidia.mig_parents(shutil.which, run_bounded, MIG_LIST_TIMEOUT_S, MIG_LIST_OUTPUT_LIMIT)
 
 
 def find_gpu(plan, token, mig_map=None):
@@ -165,9 +152,7 @@ def find_gpu(plan, token, mig_map=None):
             return find_gpu(plan, m.group(1), mig_map)
         parent = _mig_parents(mig_map).get(low)
         if not parent:
-            raise BindError("cannot map MIG device %s to its GPU: nvidia-smi -L does not list "
-                            "it (use the MIG-GPU-<uuid>/<gi>/<ci> form or the parent GPU's UUID)"
-                            % tok)
+            raise BindError(nvidia.MIG_UNLISTED % tok)
         return find_gpu(plan, parent, mig_map)
     if re.match(r"^([0-9a-f]+:)?[0-9a-f]{1,2}:[0-9a-f]{1,2}\.[0-7]$", low):
         for g in gpus:
@@ -194,62 +179,19 @@ def _local_rank(env):
     return None, None
 
 
-def _tokens(visible):
-    tokens = [t.strip() for t in visible.split(",") if t.strip()]
-    # CUDA (and ROCm) stop at the first invalid entry ("-1" hides everything).
-    out = []
-    for t in tokens:
-        if t.startswith("-"):
-            break
-        out.append(t)
-    return out
-
-
-AMD_VISIBLE = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
-
-
 def plan_gpus(plan):
     gpus = plan.get("gpus") if isinstance(plan, dict) else None
     return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
 
 
-def _amd_visible(plan, env):
-    """(variable name, its value, tokens naming plan GPUs) for an AMD plan, or None when no
-    AMD variable is set. ROCR_VISIBLE_DEVICES selects GPUs (indices in ROCm's order, which is
-    the plan's bus-id order, or GPU-<unique id> UUIDs); HIP_VISIBLE_DEVICES (or
-    CUDA_VISIBLE_DEVICES, which HIP reads the same way) then indexes into what ROCR left."""
-    rocr = env.get("ROCR_VISIBLE_DEVICES")
-    hip_var = "HIP_VISIBLE_DEVICES" if env.get("HIP_VISIBLE_DEVICES") is not None else "CUDA_VISIBLE_DEVICES"
-    hip = env.get(hip_var)
-    if rocr is None and hip is None:
-        return None
-    base = _tokens(rocr) if rocr is not None else [str(g.get("index")) for g in plan_gpus(plan)]
-    if hip is None:
-        return "ROCR_VISIBLE_DEVICES", rocr, base
-    out = []
-    for t in _tokens(hip):
-        if not re.match(r"^\d+$", t) or int(t) >= len(base):
-            raise BindError("%s=%r: entry %r is not an index below %d (the devices %s)"
-                            % (hip_var, hip, t, len(base), "ROCR_VISIBLE_DEVICES leaves" if rocr is not None
-                               else "of the plan"), EXIT_USAGE)
-        out.append(base[int(t)])
-    return hip_var, hip, out
-
-
-def _is_amd_plan(plan):
-    return any(str(g.get("vendor") or "") in ("amd", "hygon") for g in plan_gpus(plan))
-
-
 def resolve(plan, env=None, gpu=None, mig_map=None):
     """Return {gpus: [plan entries], cpus: [...], mems: [...], why: str}."""
     env = os.environ if env is None else env
-    var_name = "CUDA_VISIBLE_DEVICES"
-    amd = _amd_visible(plan, env) if _is_amd_plan(plan) else None
-    if amd is not None:
-        var_name, visible, tokens = amd
-    else:
-        visible = env.get("CUDA_VISIBLE_DEVICES")
-        tokens = None if visible is None else _tokens(visible)
+    try:
+        selection = visible_selection(plan_gpus(plan), env)
+    except VisibleDevicesError as exc:
+        raise BindError(str(exc), EXIT_USAGE)
+    var_name, visible, tokens = selection or (visible_variables()[0], None, None)
     if gpu is not None:
         chosen, why = [find_gpu(plan, gpu, mig_map)], "--gpu %s" % gpu
     else:
@@ -274,7 +216,7 @@ def resolve(plan, env=None, gpu=None, mig_map=None):
             raise BindError("%s=%r shows no GPU" % (var_name, visible))
         else:
             raise BindError("which GPU? set LOCAL_RANK (or SLURM_LOCALID) or "
-                            "CUDA_VISIBLE_DEVICES, or pass --gpu", EXIT_USAGE)
+                            "%s, or pass --gpu" % var_name, EXIT_USAGE)
     cpus, mems = set(), set()
     where = plan.get("_path", "the plan")
     for g in chosen:
@@ -401,14 +343,14 @@ USAGE = """usage: dlrack-gpu-bind [--gpu IDX|UUID|BUSID] [--plan FILE] [--mem bi
 
 Run COMMAND pinned to the CPUs and NUMA memory the dlrack GPU affinity plan gives its GPU.
 The GPU is --gpu, else the local rank (LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK)
-as an index into CUDA_VISIBLE_DEVICES (or into the plan when that is unset), else the devices
-of CUDA_VISIBLE_DEVICES. Per rank under torchrun:  torchrun --no-python ... dlrack-gpu-bind
+as an index into the visible-devices variable of the plan's GPUs (%s; into
+the plan when it is unset), else the devices it lists. Per rank under torchrun:  torchrun --no-python ... dlrack-gpu-bind
 python train.py ...   (wrapping torchrun itself pins all ranks to the union of the GPUs' CPUs).
 COMMAND gets the helper's directory first on PYTHONPATH, so `import dlrack_affinity` works in
 whatever Python it starts (venv, conda env). --print-pythonpath prints that directory for
 shells that do not use the launcher:  export PYTHONPATH=$(dlrack-gpu-bind --print-pythonpath)
 --print shows the binding as JSON and runs nothing. Exit 2: usage, 3: GPU not in the plan.
-"""
+""" % ", ".join(visible_variables())
 
 
 def _parse_args(argv):
@@ -508,11 +450,9 @@ def bind_main(argv=None, environ=None, lib_dir=None):
     child_env["DLRACK_GPU_MEMS"] = format_cpulist(res["mems"])
     child_env["DLRACK_GPU_INDEX"] = ",".join(str(g.get("index")) for g in res["gpus"])
     args = build_exec(res, command, opts["mem"], numactl)
-    if env.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID") != "PCI_BUS_ID" and re.search(
-            r"(^|,)\s*\d", env.get("CUDA_VISIBLE_DEVICES", "")):
-        sys.stderr.write("dlrack-gpu-bind: warning: CUDA_DEVICE_ORDER=%s: CUDA's device numbers "
-                         "may differ from nvidia-smi's; use UUIDs in CUDA_VISIBLE_DEVICES\n"
-                         % env["CUDA_DEVICE_ORDER"])
+    order_warning = nvidia.visible_order_warning(env)
+    if order_warning:
+        sys.stderr.write("dlrack-gpu-bind: warning: %s\n" % order_warning)
     info = {"gpus": [g.get("index") for g in res["gpus"]], "cpus": format_cpulist(res["cpus"]),
             "mems": format_cpulist(res["mems"]), "why": res["why"],
             "method": "numactl" if numactl else "sched_setaffinity", "exec": args}

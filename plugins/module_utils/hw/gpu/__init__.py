@@ -30,6 +30,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd, nvidia
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import VisibleDevicesError  # noqa: F401 (re-exported)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
 VENDORS = (nvidia, amd)
@@ -63,6 +64,70 @@ def visible_devices_env(gpu):
 
 def device_files(gpu):
     return vendor_of(gpu).device_files(gpu)
+
+
+def find_tools(options, find):
+    """{tool name: path or None} of every vendor's tools. ``options``: {vendor TOOL_OPTION: the
+    gather option for its tool} ('auto' when absent); ``find(option, name)`` applies one."""
+    out = {}
+    for mod in VENDORS:
+        out.update(mod.tools(options.get(mod.TOOL_OPTION, "auto"), find))
+    return out
+
+
+def pci_classes():
+    """{PCI vendor id: PCI class prefixes that are its GPUs} (display-only classes included):
+    what a node program that reads the PCI bus alone (the health check) counts as a GPU."""
+    out = {}
+    for mod in VENDORS:
+        for pid in mod.PCI_VENDORS:
+            out[pid] = tuple(mod.GPU_CLASSES) + tuple(getattr(mod, "DISPLAY_CLASSES", ()))
+    return out
+
+
+def node_vendor(gpus):
+    """The one vendor module of a node's GPU entries (a declared entry: its catalogue spec's
+    vendor), or None when the node has none or mixes vendors."""
+    mods = set()
+    for g in gpus or []:
+        mod = BY_NAME.get(vendor_name(g) or str((g.get("_spec") or {}).get("vendor") or "nvidia"))
+        mods.add(mod or nvidia)
+    return mods.pop() if len(mods) == 1 else None
+
+
+def wording(gpus, key):
+    """A verdict or remedy sentence (the vendor's ``WORDING[key]``) for a node's GPUs: the
+    vendor's own when all GPUs are of one vendor, NVIDIA's otherwise (schema 1's wording)."""
+    return (node_vendor(gpus) or nvidia).WORDING[key]
+
+
+def no_gpu_message():
+    """What the rules say when a node has no GPU of any vendor."""
+    labels = [mod.PCI_LABEL for mod in VENDORS]
+    return "no %s or %s on this node" % (", ".join(labels[:-1]), labels[-1])
+
+
+def visible_selection(gpus, env):
+    """(variable, value, entries) of the visible-devices variable that selects devices of the
+    plan's GPUs for a job (the vendor of the plan's entries; NVIDIA's for a schema-1 plan), or
+    None when it is unset. Raises ``VisibleDevicesError`` for entries that select nothing."""
+    mod = node_vendor(gpus) or nvidia
+    return mod.visible_selection(gpus, env)
+
+
+def visible_variables():
+    """Every vendor's visible-devices variables (a job's environment to keep or to clear)."""
+    return tuple(v for mod in VENDORS for v in mod.VISIBLE_DEVICES)
+
+
+def gres_file(gpu, template):
+    """gres.conf File= of one plan entry: ``template`` filled with the entry for NVIDIA (and for any
+    entry when the operator set a template of their own), the vendor's device file otherwise;
+    None when the vendor knows no device file for it (an AMD entry without render node)."""
+    mod = BY_NAME.get(vendor_name(gpu) or "nvidia", nvidia)
+    if mod is nvidia or template != nvidia.GRES_FILE:
+        return template.format(**gpu)
+    return mod.gres_file(gpu)
 
 
 def _classify(rd, name, d):
@@ -104,17 +169,18 @@ def gather_gpus(rd, run, tools, errors, vendors=None):
         except ParseError:
             continue
         vendor_id = (rd.text(os.path.join(d, "vendor")) or "").lower()
-        args = (rd, d, bus) if mod is nvidia else (rd, d, bus, vendor_id)
         try:
-            g = mod.sysfs_gpu(*args)
+            g = mod.sysfs_gpu(rd, d, bus, vendor_id)
         except Exception as exc:  # one odd GPU directory keeps its place, with nulls
             rd.errors.append("GPU %s: unexpected %s reading sysfs: %s" % (bus, type(exc).__name__, exc))
-            g = mod.blank_gpu(*args[2:])
-        (display if display_only else found[mod.NAME]).append(g)
+            g = mod.blank_gpu(bus, vendor_id)
+        (display if display_only else found[mod.NAME]).append((mod, g))
     if display and not any(found.values()):
         # VGA-class AMD devices are GPUs only on a node with no other GPU: next to accelerators
         # they are the integrated graphics of a Ryzen or a display card
-        found["amd"] = display
+        for mod, g in display:
+            found[mod.NAME].append((mod, g))
+    found = dict((name, [g for dummy, g in pairs]) for name, pairs in found.items())
     out = []
     for mod in VENDORS:
         if vendors is not None and mod.NAME not in vendors:
@@ -124,7 +190,7 @@ def gather_gpus(rd, run, tools, errors, vendors=None):
             out.extend([None] * len(found[mod.NAME]))
             continue
         gpus = sorted(found[mod.NAME], key=lambda g: g["pci_bus_id"])
-        if gpus or mod is nvidia:   # nvidia-smi may list GPUs that sysfs does not show
+        if gpus or getattr(mod, "GATHER_WITHOUT_SYSFS", False):
             out.extend(mod.gather(rd, gpus, run, tools, errors))
     for i, g in enumerate(out):
         if g is not None:

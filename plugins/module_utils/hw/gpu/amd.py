@@ -39,7 +39,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import (
+    VisibleDevicesError, pci_ids_names, read_common, visible_tokens)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, na
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import amd_smi
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure as command_failure
@@ -55,6 +56,64 @@ DISPLAY_CLASSES = ("0x0300",)
 TOOLS = ("amd-smi", "rocm-smi", "hy-smi")
 VISIBLE_DEVICES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 INTERCONNECT = "xgmi"
+LABEL = "AMD GPU"
+PCI_LABEL = "AMD GPU (0x1002, Hygon 0x1d94)"
+# the gather option (hw_facts' amd_smi_path) that chooses amd-smi; 'never' leaves out rocm-smi and
+# hy-smi too
+TOOL_OPTION = "amd"
+# the copy-bandwidth runtime of acceptance (module_utils/acceptance/gpu_hip.py: libamdhip64)
+COPY_RUNTIME = "hip"
+GRES_FILE = "/dev/dri/{render_node}"
+WORDING = {
+    "model_source": "no product name or amd-smi",
+    "memory_unknown": "GPU memory (GPU model unknown: no VRAM size from amdgpu, is the driver loaded?)",
+    "link": ("XGMI", "Infinity Fabric (XGMI)"),
+    "link_capable": "all GPUs are Infinity Fabric models (%s); link state is confirmed once gathered (KFD topology)",
+    "link_unknown": "cannot verify XGMI: GPU model unknown (no product name, amd-smi or rocm-smi)",
+    "link_unknown_remedy": "load the amdgpu driver (ROCm) and gather again",
+    "link_remedy": "prefer OAM Instinct platforms (MI300X/MI325X/MI355X baseboards) or Infinity Fabric "
+                   "bridges for PCIe cards",
+    "ecc_remedy": "enable RAS for the VRAM (UMC block): amdgpu.ras_enable=1 on the kernel command line and "
+                  "ECC on in the board's firmware, then reboot",
+    "ecc_unknown": "ECC mode not known (declared, or the driver exposes no RAS features)",
+}
+
+
+def tools(option, find):
+    """{tool: path or None}: amd-smi by the option; rocm-smi and hy-smi looked up unless 'never'."""
+    out = {"amd-smi": find(option, "amd-smi")}
+    for name in ("rocm-smi", "hy-smi"):
+        out[name] = None if option in (False, "never") else find("auto", name)
+    return out
+
+
+def visible_selection(gpus, env):
+    """(variable name, its value, entries naming plan GPUs) for AMD GPUs, or None when no AMD
+    variable is set. ROCR_VISIBLE_DEVICES selects GPUs (indices in ROCm's order, which is the
+    plan's bus-id order, or GPU-<unique id> UUIDs); HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES,
+    which HIP reads the same way) then indexes into what ROCR left."""
+    rocr = env.get(VISIBLE_DEVICES[0])
+    hip_var = VISIBLE_DEVICES[1] if env.get(VISIBLE_DEVICES[1]) is not None else "CUDA_VISIBLE_DEVICES"
+    hip = env.get(hip_var)
+    if rocr is None and hip is None:
+        return None
+    base = visible_tokens(rocr) if rocr is not None else [str(g.get("index")) for g in gpus]
+    if hip is None:
+        return VISIBLE_DEVICES[0], rocr, base
+    out = []
+    for t in visible_tokens(hip):
+        if not re.match(r"^\d+$", t) or int(t) >= len(base):
+            raise VisibleDevicesError("%s=%r: entry %r is not an index below %d (the devices %s)"
+                                      % (hip_var, hip, t, len(base), "ROCR_VISIBLE_DEVICES leaves"
+                                         if rocr is not None else "of the plan"))
+        out.append(base[int(t)])
+    return hip_var, hip, out
+
+
+def gres_file(gpu):
+    """The gres.conf File= of one plan entry (its render node), None when it has none."""
+    render = render_node(gpu)
+    return "/dev/dri/%s" % render if render else None
 KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 IOLINK_TYPE_XGMI = 11
 MAX_KFD_NODES = 512

@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common
+import re
+
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import pci_ids_names, read_common, visible_tokens
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import nvidia_smi as nvsmi
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure as command_failure
@@ -26,9 +28,87 @@ GPU_CLASSES = ("0x0300", "0x0302")
 TOOLS = ("nvidia-smi",)
 VISIBLE_DEVICES = ("CUDA_VISIBLE_DEVICES",)
 INTERCONNECT = "nvlink"
+LABEL = "NVIDIA GPU"
+PCI_LABEL = "NVIDIA GPU (PCI vendor 0x10de)"
+# the gather option (hw_facts' nvidia_smi_path) that chooses this vendor's tool
+TOOL_OPTION = "nvidia"
+# the copy-bandwidth runtime of acceptance (module_utils/acceptance/gpu.py: libcuda through ctypes)
+COPY_RUNTIME = "cuda"
+# `nvidia-smi -L` (MIG ids to their GPU) from dlrack-gpu-bind: a wedged driver costs the training
+# process at most this long, a runaway output at most this many bytes
+MIG_LIST_TIMEOUT_S = 30
+MIG_LIST_OUTPUT_LIMIT = 1024 * 1024
+GRES_FILE = "/dev/nvidia{index}"
+# verdict and remedy wording of the rules (plugin_utils/rules.py) for a node of this vendor
+WORDING = {
+    "model_source": "no nvidia-smi",
+    "memory_unknown": "GPU memory (GPU model unknown: no nvidia-smi, is the driver installed?)",
+    "link": ("NVLink", "NVLink/NVSwitch"),
+    "link_capable": "all GPUs are NVLink/SXM models (%s); link state is confirmed once gathered with nvidia-smi",
+    "link_unknown": "cannot verify NVLink: GPU model unknown (no nvidia-smi)",
+    "link_unknown_remedy": "install the NVIDIA driver and gather again",
+    "link_remedy": "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes",
+    "ecc_remedy": "nvidia-smi -e 1 (then reboot or reset the GPUs)",
+    "ecc_unknown": "ECC mode not known (declared, or no nvidia-smi)",
+}
 
 
-def blank_gpu(bus):
+def tools(option, find):
+    """{tool: path or None}: ``find(option, name)`` applies the gather option to one tool."""
+    return {"nvidia-smi": find(option, "nvidia-smi")}
+
+
+def visible_selection(gpus, env):
+    """(variable, its value, entries) of the variable that selects this vendor's devices for a
+    job, or None when it is unset. Entries are indices, UUIDs or MIG ids (gpu_bind resolves them)."""
+    visible = env.get(VISIBLE_DEVICES[0])
+    return None if visible is None else (VISIBLE_DEVICES[0], visible, visible_tokens(visible))
+
+
+def visible_order_warning(env):
+    """A warning line when CUDA numbers devices otherwise than nvidia-smi (and the plan) does, or None."""
+    order = env.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    if order != "PCI_BUS_ID" and re.search(r"(^|,)\s*\d", env.get(VISIBLE_DEVICES[0], "")):
+        return ("CUDA_DEVICE_ORDER=%s: CUDA's device numbers may differ from nvidia-smi's; use UUIDs in "
+                "CUDA_VISIBLE_DEVICES" % order)
+    return None
+
+
+def parse_gpu_list(text):
+    """`nvidia-smi -L` -> {mig_uuid_lower: parent_gpu_uuid}."""
+    out = {}
+    parent = None
+    for line in (text or "").splitlines():
+        m = re.search(r"^GPU \d+:.*\(UUID: (GPU-[^)]+)\)", line.strip())
+        if m:
+            parent = m.group(1)
+            continue
+        m = re.search(r"\(UUID: (MIG-[^)]+)\)", line)
+        if m and parent:
+            out[m.group(1).lower()] = parent
+    return out
+
+
+def mig_parents(which, run_bounded, timeout=MIG_LIST_TIMEOUT_S, output_limit=MIG_LIST_OUTPUT_LIMIT):
+    """{MIG uuid: parent GPU uuid} from `nvidia-smi -L` (``which(name)`` finds the tool,
+    ``run_bounded`` is system/command.py's run); {} without the tool or when it broke a limit."""
+    exe = which("nvidia-smi")
+    if not exe:
+        return {}
+    res = run_bounded([exe, "-L"], timeout=timeout, output_limit=output_limit)
+    if res.problem:   # killed after the time or output limit, or not started: no map
+        return {}
+    return parse_gpu_list(res.stdout)
+
+
+MIG_UNLISTED = "cannot map MIG device %s to its GPU: nvidia-smi -L does not list it (use the MIG-GPU-<uuid>/<gi>/<ci> form or the parent GPU's UUID)"
+
+
+# nvidia-smi may list GPUs that sysfs does not show: gather() runs even without a sysfs entry
+GATHER_WITHOUT_SYSFS = True
+
+
+def blank_gpu(bus, vendor_id=VENDOR_ID):
     return {"index": None, "uuid": None, "model": None, "memory_mb": None, "pci_bus_id": bus,
             "numa_node": None, "local_cpus": None,
             "pcie": {"width": None, "width_max": None, "gen": None, "gen_max": None,
@@ -37,7 +117,7 @@ def blank_gpu(bus):
             "vendor_id": VENDOR_ID, "device_id": None}
 
 
-def sysfs_gpu(rd, d, bus):
+def sysfs_gpu(rd, d, bus, vendor_id=VENDOR_ID):
     return read_common(rd, d, blank_gpu(bus))
 
 

@@ -90,3 +90,19 @@ def pci_ids_names(root, device_ids, vendor):
                         names["0x" + dev.lower()] = name.strip()
         return names
     return {}
+
+
+class VisibleDevicesError(ValueError):
+    """A visible-devices variable that selects nothing the plan knows (gpu_bind turns it into
+    its usage error)."""
+
+
+def visible_tokens(visible):
+    """The entries of a ``*_VISIBLE_DEVICES`` value, stopping at the first invalid one (CUDA, ROCm
+    and CANN stop there: "-1" hides everything)."""
+    out = []
+    for t in [t.strip() for t in str(visible).split(",") if t.strip()]:
+        if t.startswith("-"):
+            break
+        out.append(t)
+    return out

@@ -178,10 +178,10 @@ def test_other_absurd_cpulists(esc, text, why):
 def test_unexpected_failure_in_one_gpu_keeps_it_and_the_others(esc, monkeypatch):
     real_gpu = nvidia_seam.sysfs_gpu
 
-    def flaky(rd, d, bus):
+    def flaky(rd, d, bus, *vendor_id):
         if bus == "0000:41:00.0":
             raise OverflowError("simulated")
-        return real_gpu(rd, d, bus)
+        return real_gpu(rd, d, bus, *vendor_id)
     monkeypatch.setattr(nvidia_seam, "sysfs_gpu", flaky)   # the per-device reader moved into the vendor seam
     d = gather(root=str(esc), run_command=no_tools, is_root=False)
     assert [g["pci_bus_id"] for g in d["gpus"]] == ESC_BUSES
