@@ -26,6 +26,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import (  # 
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import fact_names  # noqa: E402
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, setting_error  # noqa: E402
+from ansible_collections.dlrack.node.plugins.plugin_utils.site_state import site_notes  # noqa: E402
 
 # The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
 ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
@@ -198,6 +199,14 @@ class ActionModule(ActionBase):
             if gather_hosts:
                 result["changed"] = False
                 return result
+        if args["site_states"]:
+            # site.yml's fleet report: each host's final state (provisioned, not provisioned, failed, unreachable)
+            site_errors = fastpath.read_hosts(hostvars, args["hosts"], ("__dlrack_site_error",))
+            failed_before = (task_vars.get("hostvars", {}).get("localhost") or {}).get("preflight_failed_hosts") or []
+            site, dummy = site_notes(args["hosts"], failed_before,
+                                     dict((h, v.get("__dlrack_site_error")) for h, v in site_errors.items()))
+            for host, found in site.items():
+                notes.setdefault(host, []).extend(found)
         drift = args.get("drift")
         if args.get("drift_file"):
             try:

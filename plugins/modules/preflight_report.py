@@ -84,6 +84,14 @@ options:
         on the controller's console. The role sets it from C(preflight_print_summary).
     type: bool
     default: false
+  site_states:
+    description:
+      - site.yml's fleet report - give each host its final state of the run as a finding of rule C(site.provisioned)
+        (plugins/plugin_utils/site_state.py) - provisioned; not provisioned because it failed the pre-flight; failed in
+        a role at a task, or unreachable, which is an error finding, so such a host is never C(pass). Read from
+        C(hostvars['localhost'].preflight_failed_hosts) and each host's C(__dlrack_site_error), which site.yml sets.
+    type: bool
+    default: false
   publish_stats:
     description:
       - When a host fails, publish the failing hosts as the run's custom stat C(dlrack_preflight_failed_hosts)

@@ -11,6 +11,7 @@ import json
 import re
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import reports
+from ansible_collections.dlrack.node.plugins.plugin_utils.become import ADVICE, explain, is_become_error
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, drift_headline, finite_copy, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
@@ -124,11 +125,13 @@ def gather_error_finding(host, why):
     the fact __dlrack_gather_error). The reason is the node's or Ansible's message: data, cut."""
     why = str(why)
     why = why if len(why) <= 500 else why[:500] + "..."
+    remedy = ("make the host reachable and responsive (a wedged GPU driver: reset or reboot it), "
+              "or raise dlrack_task_timeout / the hw_facts limits, then run the pre-flight again")
+    if is_become_error(why):   # a login user without sudo: say what to set (plugin_utils/become.py)
+        why, remedy = explain(why), ADVICE
     return {"rule": GATHER_RULE, "severity": "error", "observed": why,
             "required": "the host answers hw_facts within the task timeout",
-            "message": "host %s was not checked: %s" % (host, why),
-            "remedy": "make the host reachable and responsive (a wedged GPU driver: reset or reboot it), "
-                      "or raise dlrack_task_timeout / the hw_facts limits, then run the pre-flight again"}
+            "message": "host %s was not checked: %s" % (host, why), "remedy": remedy}
 
 
 def collect_host_inputs(host, hostvars):
@@ -310,17 +313,22 @@ _RANK = {"pass": 0, "skip": 0, "warn": 1, "fail": 2}
 
 def apply_notes(results, notes):
     """Add the ``notes`` ({host: [(rule, severity, message, remedy)]}) to the hosts' results as
-    findings, first, and raise the rule's and the host's status to match. Returns whether any
-    host changed (then the summary must be counted again)."""
+    findings, first, and raise the rule's and the host's status to match. A note of severity
+    ``info`` carries a fifth item, the rule's outcome (``pass`` or ``skip``), and raises nothing
+    (site_state.py). Returns whether any host changed (then the summary must be counted again)."""
     changed = False
     for host, items in notes.items():
         res = results.get(host)
         if res is None or not items:
             continue
-        res["findings"] = [{"rule": rule, "severity": sev, "observed": None, "required": None,
-                            "message": msg, "remedy": remedy} for rule, sev, msg, remedy in items] + list(res["findings"])
+        res["findings"] = [{"rule": item[0], "severity": item[1], "observed": None, "required": None,
+                            "message": item[2], "remedy": item[3]} for item in items] + list(res["findings"])
         rules = dict(res.get("rules") or {})
-        for rule, sev, _msg, _remedy in items:
+        for item in items:
+            rule, sev = item[0], item[1]
+            if sev == "info":
+                rules.setdefault(rule, item[4] if len(item) > 4 else "pass")
+                continue
             status = "fail" if sev == "error" else "warn"
             if _RANK.get(rules.get(rule), 0) < _RANK[status]:
                 rules[rule] = status
@@ -408,6 +416,29 @@ def guard_non_finite(results):
     return hit
 
 
+def _finish_evaluation(results):
+    """What run_preflight applies to each evaluation: guard_non_finite, then drop_ungathered_schema."""
+    guard_non_finite(results)
+    drop_ungathered_schema(results)
+
+
+def drop_ungathered_schema(results):
+    """A host that could not be gathered (finding host.gathered: unreachable, hw_facts failed) and
+    declares nothing has no document: its one error is that it was not checked, not also an
+    ``inventory.schema`` "dlrack_hw: expected a hardware description, got None" (issue 30.7). The
+    schema findings about the missing document are taken out; any other stays."""
+    for res in results.values():
+        if res.get("hw") is not None or not any(f.get("rule") == GATHER_RULE for f in res["findings"]):
+            continue
+        kept = [f for f in res["findings"] if not (f.get("rule") == "inventory.schema" and f.get("observed") is None
+                                                   and "expected a hardware description" in str(f.get("message")))]
+        if len(kept) == len(res["findings"]):
+            continue
+        res["findings"] = kept
+        if not any(f.get("rule") == "inventory.schema" for f in kept):
+            res["rules"] = dict((r, o) for r, o in (res.get("rules") or {}).items() if r != "inventory.schema")
+
+
 def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
                   report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None):
     """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
@@ -419,7 +450,7 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
     escaped (plugin_utils/safe_text.py): a host name or node string cannot move the cursor or
     forge a line."""
     # The guard runs once per distinct evaluation (hosts with identical inputs share one).
-    results, summary = evaluate_fleet(inputs, finish=guard_non_finite)
+    results, summary = evaluate_fleet(inputs, finish=_finish_evaluation)
     if notes and apply_notes(results, notes):
         summary = summarize(results)
     out = {
