@@ -9,8 +9,14 @@ own health program (``programs/health_check.py``). Standard library only, Python
 The ownership rule (LBNL NHC's node-mark-offline/online helpers, helpers/node-mark-offline in
 github.com/mej/nhc, applied to Slurm's state names):
 
-- our reason is ``dlrack: <rule ids> <run id>`` (rule ids comma separated); a node whose reason
-  starts with ``dlrack:`` is ours, any other reason is a person's (or another tool's);
+- our reason is ``dlrack: <rule ids> <run id>`` (rule ids comma separated, each ``area.what``),
+  and the run id is one no person types: an Ansible run's ``YYYYmmddTHHMMSSZ-<12 lower-case hex>``
+  (plugin_utils/reports/common.py new_run_id) or the node program's ``health-`` and the same, the
+  time a real UTC date and time. Only such a reason is ours; anything else - ``dlrack: rma
+  pending``, ``dlrack: do-not-resume ticket-4711``, ``dlrack: gpu.x health-anything`` - is a
+  person's (or another tool's), never resumed and never overwritten;
+- a reason of ours naming ``service.required`` (the node program drained the node too often:
+  programs/health_check.py) is lifted by a person only: no automatic resume;
 - drain a node that is up (IDLE, ALLOCATED, MIXED, COMPLETING, RESERVED, MAINT...) and not
   drained; a node already drained by us is left alone when the rule ids are the same (a new run
   id alone changes nothing), its reason is updated when they differ;
@@ -25,7 +31,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import os
 import re
+import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.hostlist import compress
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure, run
@@ -33,8 +42,15 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 OWNER = "dlrack:"
 REASON_MAX = 240
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-RULE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+RULE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}(?:\.[a-z0-9_-]{1,63}){0,4}$")
+# Run ids of ours (the time must also be a real date and time: valid_run_id).
+RUN_STAMP = "%Y%m%dT%H%M%SZ"
+ANSIBLE_RUN_ID_RE = re.compile(r"^(2[0-9]{3}[01][0-9][0-3][0-9]T[0-2][0-9][0-5][0-9][0-6][0-9]Z)-[0-9a-f]{12}$")
+HEALTH_RUN_PREFIX = "health-"
+HEALTH_RUN_ID_RE = re.compile(r"^health-(2[0-9]{3}[01][0-9][0-3][0-9]T[0-2][0-9][0-5][0-9][0-6][0-9]Z)-[0-9a-f]{12}$")
+RUN_ID_RE = re.compile(r"^(?:health-)?(2[0-9]{3}[01][0-9][0-3][0-9]T[0-2][0-9][0-5][0-9][0-6][0-9]Z)-[0-9a-f]{12}$")
+# Drains with this rule id are lifted by a person only (neither the node program nor a run resumes them).
+SERVICE_RULE = "service.required"
 _FIELD_RE = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
 # " [root@2026-12-01T16:30:34]": who set the reason and when, appended by slurmctld
 # The fields Slurm prints after Reason= when they are set, in its order (src/api/node_info.c,
@@ -62,6 +78,38 @@ class SlurmError(Exception):
 # The reason grammar
 # --------------------------------------------------------------------------------------------
 
+def _stamp_ok(stamp):
+    try:
+        datetime.datetime.strptime(stamp, RUN_STAMP)
+    except ValueError:
+        return False
+    return True
+
+
+def valid_run_id(run_id, kind=None):
+    """True for a run id of ours: ``kind`` 'ansible' (``YYYYmmddTHHMMSSZ-<12 hex>``), 'health'
+    (``health-`` and the same) or None (either); the time must be a real UTC date and time."""
+    regex = {"ansible": ANSIBLE_RUN_ID_RE, "health": HEALTH_RUN_ID_RE, None: RUN_ID_RE}[kind]
+    m = regex.match(run_id) if isinstance(run_id, str) else None
+    return bool(m) and _stamp_ok(m.group(1))
+
+
+def is_health_run_id(run_id):
+    """The node program's own run id (``health-...``), strictly."""
+    return valid_run_id(run_id, "health")
+
+
+def time_now():
+    return time.time()
+
+
+def new_health_run_id(now=None, token=None):
+    """A fresh run id of the node program: ``health-YYYYmmddTHHMMSSZ-<12 hex>``."""
+    stamp = datetime.datetime.utcfromtimestamp(int(now if now is not None else time_now())).strftime(RUN_STAMP)
+    token = token if token is not None else os.urandom(6).hex()
+    return "%s%s-%s" % (HEALTH_RUN_PREFIX, stamp, token)
+
+
 def format_reason(rules, run_id):
     """``dlrack: <rule ids> <run id>``; rule ids sorted, unique, comma separated."""
     ids = sorted(set(rules or ()))
@@ -69,8 +117,9 @@ def format_reason(rules, run_id):
     if not ids or bad:
         raise SlurmError("a drain reason needs rule ids of lower-case letters, digits, '.', '_' and '-'; got %s"
                          % (ascii(bad) if bad else "none"))
-    if not RUN_ID_RE.match(run_id or ""):
-        raise SlurmError("run id %s: use letters, digits, '.', '_', ':' and '-' (at most 64)" % ascii(run_id))
+    if not valid_run_id(run_id):
+        raise SlurmError("run id %s: a run id of ours is YYYYmmddTHHMMSSZ-<12 lower-case hex digits> (an Ansible run) "
+                         "or health- and the same (the node program), with a real UTC date and time" % ascii(run_id))
     reason = "%s %s %s" % (OWNER, ",".join(ids), run_id)
     if len(reason) > REASON_MAX:
         raise SlurmError("drain reason is %d characters, more than %d: name fewer rules" % (len(reason), REASON_MAX))
@@ -87,7 +136,7 @@ def parse_reason(reason):
     if len(parts) != 2:
         return None
     rules = tuple(parts[0].split(","))
-    if not all(RULE_RE.match(r) for r in rules) or not RUN_ID_RE.match(parts[1]):
+    if not all(RULE_RE.match(r) for r in rules) or not valid_run_id(parts[1]):
         return None
     return rules, parts[1]
 
@@ -96,11 +145,17 @@ def is_ours(reason):
     return parse_reason(reason) is not None
 
 
+def needs_service(reason):
+    """Ours and naming service.required: only a person lifts it."""
+    parsed = parse_reason(reason)
+    return parsed is not None and SERVICE_RULE in parsed[0]
+
+
 def check_reason(reason):
     """The reason a caller gave, checked: our grammar, no more than REASON_MAX characters."""
     if not isinstance(reason, str) or parse_reason(reason) is None or len(reason) > REASON_MAX:
         raise SlurmError("reason %s does not follow the grammar 'dlrack: <rule ids> <run id>' (e.g. "
-                         "'dlrack: gpu.pcie_link,memory.ecc_errors 20261201T163000Z-ab12'); only such "
+                         "'dlrack: gpu.pcie_link,memory.ecc_errors 20261201T163000Z-0a1b2c3d4e5f'); only such "
                          "reasons can be told apart from a person's" % ascii(reason)[:300])
     return reason
 
@@ -247,6 +302,8 @@ def decide(node, state, reason):
                     return "none", "drained by someone else (reason %s): left alone" % ascii(current or "none")
                 # a reason without a drain flag (a note): it is not ours to overwrite
                 return "none", "carries a reason that is not ours (%s): left alone" % ascii(current)
+            if node["drained"] and needs_service(current):
+                return "none", "drained by dlrack as %s: kept until a person resumes it" % SERVICE_RULE
             if node["drained"] and parse_reason(current)[0] == parse_reason(reason)[0]:
                 return "none", "already drained by dlrack for the same rules"
             if node["drained"]:
@@ -257,6 +314,8 @@ def decide(node, state, reason):
         return "none", "not drained"
     if not ours:
         return "none", "drained by someone else (reason %s): left alone" % ascii(current or "none")
+    if needs_service(current):
+        return "none", "drained by dlrack as %s (%s): only a person resumes it, after service" % (SERVICE_RULE, current)
     return "resume", "drained by dlrack (%s): resume" % current
 
 

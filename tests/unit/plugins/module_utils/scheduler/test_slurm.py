@@ -150,3 +150,61 @@ def test_real_timeout_bounds_the_call(tmp_path):
     sc = slurm.Scontrol(path=str(tool), timeout=0.5)
     with pytest.raises(slurm.SlurmError, match="did not answer within 0.5 s"):
         sc.show(["gpu01"])
+
+
+# A person's reasons that start with our tag (issue 28.2): with the old grammar any two words after
+# "dlrack: " were ours, so the next passing run resumed them (seen on the real slurmctld).
+PERSONS = ("dlrack: rma pending", "dlrack: do-not-resume ticket-4711", "dlrack: gpu.x health-anything",
+           "dlrack: gpu.present 20261201T164500Z", "dlrack: gpu.present 20261201T164500Z-0A1B2C3D4E5F",
+           "dlrack: gpu.present 20261301T164500Z-0a1b2c3d4e5f", "dlrack: gpu.present 20260230T120000Z-0a1b2c3d4e5f",
+           "dlrack: gpu.present 20261201T246000Z-0a1b2c3d4e5f", "dlrack: gpu.present health-20261201T164500Z",
+           "dlrack: gpu.present health-20261201T164500Z-0a1b2c3d4e5f-x", "dlrack: gpu.present run-20261201T164500Z-0a1b2c3d4e5f",
+           "dlrack: gpu..present 20261201T164500Z-0a1b2c3d4e5f", "dlrack:  gpu.present 20261201T164500Z-0a1b2c3d4e5f",
+           "dlrack: gpu.present 20261201T164500Z-0a1b2c3d4e5f please keep")
+
+
+def test_strict_run_ids():
+    from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import new_run_id
+    for dummy in range(50):
+        made = new_run_id()
+        assert slurm.valid_run_id(made) and slurm.valid_run_id(made, "ansible") and not slurm.valid_run_id(made, "health")
+        health = slurm.new_health_run_id()
+        assert slurm.is_health_run_id(health) and slurm.valid_run_id(health) and not slurm.valid_run_id(health, "ansible")
+    assert slurm.new_health_run_id(now=1796445610, token="0a1b2c3d4e5f") == "health-20261205T044010Z-0a1b2c3d4e5f"
+    for bad in ("r1", "20261201T164500Z-ab12", "20260229T000000Z-0a1b2c3d4e5f", "health-anything", None, 7):
+        assert not slurm.valid_run_id(bad), bad
+    assert slurm.valid_run_id("20280229T235959Z-0a1b2c3d4e5f")   # a leap day
+    with pytest.raises(slurm.SlurmError, match="run id 'r1'"):
+        slurm.format_reason(["gpu.present"], "r1")
+
+
+@pytest.mark.parametrize("reason", PERSONS)
+def test_a_persons_dlrack_reason_is_never_ours(reason):
+    assert not slurm.is_ours(reason) and slurm.parse_reason(reason) is None
+    with pytest.raises(slurm.SlurmError, match="grammar"):
+        slurm.check_reason(reason)
+
+
+@pytest.mark.parametrize("reason", PERSONS[:3])
+def test_a_persons_dlrack_drain_is_neither_resumed_nor_overwritten(reason):
+    """The captured drained slurm01 with a person's reason in place of ours: a passing run does not
+    resume it, a failing one does not replace the reason."""
+    fake = _fake()
+    fake(["scontrol", "update", "NodeName=slurm01", "State=DRAIN", "Reason=" + reason])
+    res = slurm.apply(slurm.Scontrol(runner=fake), ["slurm01"], "resume")
+    assert not res["changed"] and res["left_alone"][0]["reason"] == reason
+    res = slurm.apply(slurm.Scontrol(runner=fake), ["slurm01"], "drain", OURS)
+    assert not res["changed"] and res["left_alone"][0]["reason"] == reason
+    assert slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["reason"] == reason
+
+
+def test_service_required_is_lifted_by_a_person_only():
+    fake = _fake()
+    service = "dlrack: gpu.present,service.required health-20261201T170000Z-0a1b2c3d4e5f"
+    fake(["scontrol", "update", "NodeName=slurm01", "State=DRAIN", "Reason=" + service])
+    assert slurm.needs_service(service) and not slurm.needs_service(OURS)
+    res = slurm.apply(slurm.Scontrol(runner=fake), ["slurm01"], "resume")
+    assert not res["changed"] and res["resumed"] == []
+    res = slurm.apply(slurm.Scontrol(runner=fake), ["slurm01"], "drain", OURS)
+    assert not res["changed"]
+    assert slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["reason"] == service
