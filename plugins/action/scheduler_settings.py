@@ -22,8 +22,11 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
+        # the run's own --check (this task itself runs with check_mode false: it only reads variables)
+        from ansible import context
+        run_check = bool((context.CLIARGS or {}).get("check", False))
         try:
-            out = decide(self._task, self._loader, task_vars or {}, ARGUMENT_SPEC, self._play_context.check_mode)
+            out = decide(self._task, self._loader, task_vars or {}, ARGUMENT_SPEC, run_check)
         except ActSettingsError as exc:
             # the task is no_log (the result holds the Kubernetes token): the sentence is shown by the
             # role's next task, which fails with it

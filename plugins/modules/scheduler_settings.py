@@ -24,8 +24,9 @@ description:
     in RV(untrusted) with one sentence; its verdict is not acted on (neither drained nor resumed). When the
     admin host's own facts set one, the act is refused.
   - Returns RV(settings), which the scheduler role's tasks use for every later step (delegate_to, become,
-    check mode, the scontrol path, the Kubernetes endpoint), RV(hosts) (the play's hosts) with their inventory
-    groups (for rule modes) and RV(not_before), this run's start (older reports are refused by the plan).
+    check mode, the scontrol path, the Kubernetes endpoint) - its C(hosts) are this run's inventory hosts (a host a
+    report names outside them is never judged) - the hosts' inventory groups (for rule modes) and RV(not_before),
+    this run's start (older reports are refused by the plan).
 options:
   admin_host:
     description: Where the act runs (scontrol, the API server); templated without any host's variables.
@@ -51,7 +52,7 @@ options:
     type: raw
     default: []
   hosts:
-    description: Judge only these of the play's hosts (empty - all of them).
+    description: Judge only these of the inventory's hosts (empty - all of them).
     type: raw
     default: []
   node_names:
@@ -134,7 +135,7 @@ untrusted:
   type: dict
   returned: always
 host_groups:
-  description: Play host -> its inventory groups.
+  description: Inventory host -> its inventory groups.
   type: dict
   returned: always
 not_before:

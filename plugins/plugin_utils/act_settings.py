@@ -32,6 +32,8 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import fa
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
 
 PROTECTED_PREFIXES = ("dlrack_", "scheduler_", "__dlrack_", "__scheduler_")
+# The one fact of ours a node returns (dlrack.node.hw_facts keeps nothing else): data, not a setting.
+NODE_FACTS = frozenset(("dlrack_hw_gathered",))
 BACKENDS = ("none", "slurm", "kubernetes")
 K8S_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "timeout")
 # Where this run's start cannot be read (no /proc: not Linux), a report older than this is refused.
@@ -53,7 +55,7 @@ class ActSettingsError(Exception):
 
 
 def protected(name):
-    return isinstance(name, str) and name.startswith(PROTECTED_PREFIXES)
+    return isinstance(name, str) and name.startswith(PROTECTED_PREFIXES) and name not in NODE_FACTS
 
 
 def untrusted_hosts(hostvars, hosts):
@@ -230,7 +232,9 @@ def decide(task, loader, task_vars, spec, check_mode):
             continue
         values[option] = _render(templar, raw[option], option)
     settings = check(values, check_mode)
-    play_hosts = [h for h in (task_vars.get("ansible_play_hosts_all") or []) if isinstance(h, str)]
+    # this run's hosts: the inventory's (the play's under --limit is a subset; a report of this run names
+    # no other host), never a report's list
+    play_hosts = [h for h in ((task_vars.get("groups") or {}).get("all") or []) if isinstance(h, str)]
     if settings["hosts"]:
         wanted = set(settings["hosts"])
         play_hosts = [h for h in play_hosts if h in wanted]

@@ -15,7 +15,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import k8sfake  # noqa: E402
-from schedulerlib import FLEETS, preflight_reports  # noqa: E402
+from schedulerlib import FLEETS, preflight_reports, this_run  # noqa: E402
 from schedulerlib import playbook as _playbook  # noqa: E402
 
 THEIRS = {"key": "maintenance.example.com/psu", "effect": "NoSchedule", "value": "ticket-4711"}
@@ -41,7 +41,7 @@ def api():
 
 def _act(reports, fleet, url, *extra, timeout=300):
     return _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, fleet + ".yml"), "-e", "dlrack_scheduler=kubernetes",
-                     "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)],
+                     "-e", json.dumps({"__dlrack_scheduler_reports": [this_run("%s/%s/report.json" % (reports, fleet))],
                                        "scheduler_k8s_host": url, "scheduler_k8s_api_key": "stand-in-token",
                                        "scheduler_k8s_validate_certs": False}), *extra, timeout=timeout)
 
@@ -57,7 +57,8 @@ def test_taint_label_again_check_untaint(reports, api):
     rc, out = _act(reports, "fail-slurm01", url)
     assert rc == 0, out[-4000:]
     node = server.nodes["slurm01"]
-    assert node["spec"]["taints"] == [{"key": "dlrack.node/unhealthy", "effect": "NoSchedule", "value": "dlrack"}]
+    assert node["spec"]["taints"] == [{"key": "dlrack.node/unhealthy", "effect": "NoSchedule", "value": run_id}]
+    assert node["metadata"]["annotations"]["dlrack.node/taint-run-id"] == run_id
     assert node["metadata"]["labels"]["dlrack.node/memory.exceeds_vram"] == "fail"
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "slurm01"
     assert node["metadata"]["annotations"]["dlrack.node/reason"] == "dlrack: memory.exceeds_vram " + run_id
@@ -76,6 +77,7 @@ def test_taint_label_again_check_untaint(reports, api):
     node = server.nodes["slurm01"]
     assert node["spec"].get("taints") == [] and not any(k.startswith("dlrack.node/") for k in node["metadata"]["labels"])
     assert "dlrack.node/reason" not in node["metadata"]["annotations"]
+    assert "dlrack.node/taint-run-id" not in node["metadata"]["annotations"]
     assert node["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"] == "0"
     assert server.nodes["ghost01"]["spec"]["taints"] == [THEIRS] and server.nodes["ghost01"]["spec"]["unschedulable"]
 

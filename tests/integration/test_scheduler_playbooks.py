@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from schedulerlib import FLEETS, ROOT, preflight_reports
+from schedulerlib import FLEETS, ROOT, preflight_reports, this_run
 from schedulerlib import playbook as _playbook
 
 TESTS = os.path.join(ROOT, "tests")
@@ -44,7 +44,7 @@ def _node(state, name):
 def _act(reports, fleet, scontrol, *extra):
     return _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, fleet + ".yml"),
                      "-e", "dlrack_scheduler=slurm", "-e", "scheduler_scontrol=" + scontrol,
-                     "-e", json.dumps({"__dlrack_scheduler_reports": ["%s/%s/report.json" % (reports, fleet)]}), *extra)
+                     "-e", json.dumps({"__dlrack_scheduler_reports": [this_run("%s/%s/report.json" % (reports, fleet))]}), *extra)
 
 
 def _recap(out):
