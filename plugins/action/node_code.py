@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The controller's side of dlrack.node.node_code: read the listed files from this collection's
 plugins/module_utils (next to this plugin, in a checkout and in an installed collection alike) and
-hand their text to the module, which installs them on the node in one run."""
+hand their text to the module, which installs them on the node in one run; keep nothing of the
+node's answer that Ansible would turn into variables, stats, hosts or groups."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -13,6 +14,7 @@ import os
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.module_utils.system.node_code import NodeCodeError, check_path
+from ansible_collections.dlrack.node.plugins.plugin_utils.node_result import filter_result
 
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
 
@@ -46,5 +48,7 @@ class ActionModule(ActionBase):
             args["content"] = read_files(args.get("files"))
         except NodeCodeError as exc:
             return dict(result, failed=True, msg=str(exc))
-        result.update(self._execute_module(module_name="dlrack.node.node_code", module_args=args, task_vars=task_vars))
+        # the node's answer without facts, stats, hosts or groups (plugin_utils/node_result.py)
+        result.update(filter_result(self._execute_module(module_name="dlrack.node.node_code", module_args=args, task_vars=task_vars),
+                                    "node_code"))
         return result

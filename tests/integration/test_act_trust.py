@@ -102,3 +102,31 @@ def test_a_compromised_first_host_changes_nothing_in_the_act(tmp_path, slurm, ca
         assert "host a-evil: its facts set" in run.stdout, run.stdout[-4000:]
         assert "already drained by dlrack for the same rules" in run.stdout or _state(state, "slurm01")[0].endswith("NOT_RESPONDING")
         assert dict((n, _state(state, n)) for n in ("ghost02", "slurm02")) == before
+
+
+@pytest.mark.parametrize("module, args", [
+    ("dlrack.node.packages_missing", "name: [bash]"),
+    ("dlrack.node.node_code", "files: [hw/cpulist.py]\n        lib_dir: /tmp/dlrack-never-written"),
+    ("dlrack.node.acceptance_measure", "{}"),
+])
+def test_the_collections_node_modules_keep_no_facts_stats_hosts_or_groups(tmp_path, module, args):
+    """Every action that runs a module of ours on a node filters its result as hw_facts' does: the
+    answer's ansible_facts, ansible_stats, add_host and add_group never reach the run."""
+    evil = Node(tmp_path, "evil")
+    evil.answer_path.write_text(json.dumps({
+        "changed": False, "ansible_facts": {"scheduler_max_drain_nodes": 1000, "dlrack_fail_on": "never"},
+        "ansible_stats": {"data": {"dlrack_verdict": "pass"}, "per_host": False, "aggregate": True},
+        "add_group": "exempt_rack", "_ansible_verbose_override": True}))
+    inv = inventory(tmp_path, {"evil": node_vars(evil)})
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- name: One module of ours on the node\n  hosts: evil\n  gather_facts: false\n  tasks:\n"
+        "    - name: The module\n      %s:\n        %s\n      register: answer\n"
+        "    - name: What the run sees\n      ansible.builtin.debug:\n"
+        "        msg: \"STEERED={{ scheduler_max_drain_nodes | default('no') }}/{{ dlrack_fail_on | default('no') }}"
+        "/{{ groups['exempt_rack'] | default('no') }}/{{ answer.ansible_facts | default('no') }}\"\n" % (module, args))
+    run = playbook(tmp_path, str(play), inv / "hosts.yml")
+    assert "STEERED=no/no/no/no" in run.stdout, run.stdout[-3000:]
+    assert "left out what the node returned that Ansible would turn into variables" in run.stdout
+    assert "_ansible_verbose_override" in run.stdout and "add_group" in run.stdout
+    assert "CUSTOM STATS" not in run.stdout and "dlrack_verdict" not in run.stdout.split("left out")[0]
