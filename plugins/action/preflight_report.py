@@ -82,6 +82,17 @@ def host_variables(hostvars, host):
     return read_variables(hostvars, [host])[host]
 
 
+def _run_group(task):
+    """The run a slice belongs to: AWX's workflow job id (a sliced job runs as a workflow, each slice
+    gets its id as an extra var), from the extra vars only - never a host's variable; None outside AWX."""
+    extra = getattr(task.get_variable_manager(), "extra_vars", None) or {}
+    for name in ("awx_workflow_job_id", "tower_workflow_job_id"):
+        value = extra.get(name)
+        if isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()[:64]
+    return None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -215,7 +226,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(str(exc))
         out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
                             prefix=args["report_prefix"], junit_warnings=args["junit_warnings"],
-                            host_fail_on=own_fail_on, notes=notes)
+                            host_fail_on=own_fail_on, notes=notes, run_group=_run_group(self._task))
         result["changed"] = False
         if out.get("report_error"):
             # The verdicts exist even though the files do not: print them, then fail naming the path

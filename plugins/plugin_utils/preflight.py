@@ -440,13 +440,15 @@ def drop_ungathered_schema(results):
 
 
 def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
-                  report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None):
+                  report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None, run_group=None):
     """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
     ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
     be written does not raise: the result carries ``report_error`` (naming the path and
     ``report_dir_var``) next to the complete summary, so the caller can print both and fail.
     ``host_fail_on``: {host: its own fail_on} (see host_fail_on()); ``notes``: findings the rules
-    cannot see, per host (see host_notes()). Every console line has its control characters
+    cannot see, per host (see host_notes()); ``run_group``: the id of the run a slice belongs to
+    (AWX's workflow job id), in the summary so that report_merge refuses slices of different runs.
+    Every console line has its control characters
     escaped (plugin_utils/safe_text.py): a host name or node string cannot move the cursor or
     forge a line."""
     # The guard runs once per distinct evaluation (hosts with identical inputs share one).
@@ -475,6 +477,8 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
     meta = {"fail_on": fail_on}
     if host_fail_on:
         meta["fail_on_hosts"] = dict(host_fail_on)
+    if run_group is not None:
+        meta["run_group"] = str(run_group)
     if report_dir is not None:
         try:
             out["report_paths"] = write_reports(report_dir, results, summary, drift=drift, meta=meta,

@@ -19,6 +19,7 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import stat
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import failed_hosts
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import write_reports
@@ -82,15 +83,26 @@ def fleet_verdict(artifacts):
 
 
 def load_report(path):
-    """The document of one report.json; MergeError naming the path when it is no such report."""
+    """The document of one report.json; MergeError naming the path when it is no such report: not a
+    regular file (a FIFO, a device, a directory - opened without blocking, never read), larger than
+    MAX_INPUT_BYTES, not JSON, or without hosts and summary."""
     shown = console(path)
+    fd = None
     try:
-        size = os.path.getsize(path)
-        if size > MAX_INPUT_BYTES:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MergeError("report merge input %s is not a regular file: give the path of a slice's report.json" % shown)
+        if info.st_size > MAX_INPUT_BYTES:
             raise MergeError("report merge input %s is %d bytes, more than the %d a report.json can be: "
-                             "give the report.json of each slice" % (shown, size, MAX_INPUT_BYTES))
-        with open(path, "rb") as handle:
-            doc = json.loads(handle.read().decode("utf-8"))
+                             "give the report.json of each slice" % (shown, info.st_size, MAX_INPUT_BYTES))
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
+            data = handle.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise MergeError("report merge input %s grew past %d bytes while read: give the report.json of each slice"
+                             % (shown, MAX_INPUT_BYTES))
+        doc = json.loads(data.decode("utf-8"))
     except MergeError:
         raise
     except (OSError, IOError) as exc:
@@ -99,10 +111,30 @@ def load_report(path):
     except ValueError as exc:
         raise MergeError("report merge input %s is not JSON (%s): give the report.json a pre-flight wrote"
                          % (shown, console(exc)))
+    finally:
+        if fd is not None:
+            os.close(fd)
     if not isinstance(doc, dict) or not isinstance(doc.get("hosts"), dict) or not isinstance(doc.get("summary"), dict):
         raise MergeError("report merge input %s is no pre-flight report.json (no hosts and summary): give the "
                          "report.json a pre-flight wrote" % shown)
     return doc
+
+
+_STATUS_OF = {"error": "fail", "warning": "warn"}
+_RANK = {"pass": 0, "warn": 1, "fail": 2}
+
+
+def _consistent(entry):
+    """Whether a host's status is the one its findings give (rules._finish: fail with an error
+    finding, warn with a warning and no error, else pass) and each finding's rule has an outcome:
+    a status edited by hand no longer matches."""
+    status = "pass"
+    for f in entry["findings"]:
+        found = _STATUS_OF.get(f["severity"], "pass")
+        if _RANK[found] > _RANK[status]:
+            status = found
+    rules = entry.get("rules", {})
+    return status == entry["status"] and (not rules or all(f["rule"] in rules for f in entry["findings"]))
 
 
 def _well_formed(entry):
@@ -125,6 +157,10 @@ def _result(host, entry, path):
     if not _well_formed(entry):
         raise MergeError("report merge input %s: host %s has no status, findings and rules of a pre-flight "
                          "report: give the report.json as the pre-flight wrote it" % (console(path), console(host)))
+    if not _consistent(entry):
+        raise MergeError("report merge input %s: host %s has the status %s but findings that give another: the file "
+                         "was edited, give the report.json as the pre-flight wrote it"
+                         % (console(path), console(host), console(entry["status"])))
     res = {"status": entry["status"], "profile": entry.get("profile"), "findings": entry["findings"],
            "rules": entry.get("rules", {})}
     if "source" in entry:
@@ -181,6 +217,11 @@ def merge_reports(inputs):
                 v not in FAIL_ON for v in own.values()):
             raise MergeError("report merge input %s: its summary's fail_on / fail_on_hosts are not %s: give the "
                              "report.json as the pre-flight wrote it" % (console(path), "/".join(FAIL_ON)))
+        foreign = sorted(h for h in own if h not in hosts)
+        if foreign:
+            raise MergeError("report merge input %s: its summary's fail_on_hosts names %s, which the slice does not hold: "
+                             "a slice sets only its own hosts' fail_on; give the report.json as the pre-flight wrote it"
+                             % (console(path), ", ".join(console(h) for h in foreign[:5])))
         own_fail_on.update(own)
         for host in sorted(hosts):
             if host in results:

@@ -179,3 +179,53 @@ def test_an_edited_input_gets_one_sentence_not_a_traceback(tmp_path, edit):
     with pytest.raises(MergeError, match=r"report merge input .*edited.json.*give the report.json as the pre-flight wrote it"):
         merge_report_files([str(path)], str(tmp_path / "m"))
     assert not os.path.exists(str(tmp_path / "m"))
+
+
+def test_slices_of_different_awx_workflows_are_refused(tmp_path):
+    """28.8: slices carry the run they belong to (AWX's workflow job id, from the extra vars):
+    slices of two runs with the same settings are refused."""
+    a = run_preflight(_inputs(HOSTS[:5]), report_dir=str(tmp_path / "a"), run_group="4711")
+    b = run_preflight(_inputs(HOSTS[5:]), report_dir=str(tmp_path / "b"), run_group="4712")
+    with pytest.raises(MergeError, match=r"disagree on run_group \(4711 vs 4712\): merge only the slices of one run"):
+        merge_report_files([a["report_paths"]["json"], b["report_paths"]["json"]], str(tmp_path / "m"))
+    c = run_preflight(_inputs(HOSTS[5:]), report_dir=str(tmp_path / "c"), run_group="4711")
+    merge_report_files([a["report_paths"]["json"], c["report_paths"]["json"]], str(tmp_path / "m"))
+
+
+def test_a_slice_setting_hosts_it_does_not_hold_is_refused(tmp_path):
+    out = run_preflight(_inputs(HOSTS[:4]), report_dir=str(tmp_path / "a"), fail_on="error", host_fail_on={"gpu-02": "never"})
+    doc = load_report(out["report_paths"]["json"])
+    doc["summary"]["fail_on_hosts"] = {"gpu-02": "never", "gpu-09": "never"}      # gpu-09 is another slice's
+    path = tmp_path / "reach.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(MergeError, match=r"reach.json: its summary's fail_on_hosts names gpu-09, which the slice does not hold"):
+        merge_report_files([str(path)], str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("status", ["pass", "warn"])
+def test_an_edited_status_is_refused(tmp_path, status):
+    out = run_preflight(_inputs(HOSTS[:4]), report_dir=str(tmp_path / "a"))
+    doc = load_report(out["report_paths"]["json"])
+    failing = [h for h, e in doc["hosts"].items() if e["status"] == "fail"][0]
+    old = doc["hosts"][failing]["status"]
+    doc["hosts"][failing]["status"] = status
+    doc["summary"]["fail"] -= 1
+    doc["summary"][status] += 1
+    assert old == "fail"
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(MergeError, match=r"host %s has the status %s but findings that give another: the file was edited" % (failing, status)):
+        merge_report_files([str(path)], str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_an_input_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / "input.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    elif kind == "dev-zero":
+        path = "/dev/zero"
+    else:
+        path.mkdir()
+    with pytest.raises(MergeError, match="is not a regular file"):
+        merge_report_files([str(path)], str(tmp_path / "m"))
