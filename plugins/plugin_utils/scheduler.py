@@ -45,7 +45,7 @@ import stat
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler import modes as rule_modes
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
-    NAME_RE, RULE_RE, SlurmError, format_reason)
+    NAME_RE, RULE_RE, SlurmError, format_reason, valid_run_id)
 from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
@@ -55,9 +55,13 @@ K8S_REASON = K8S_PREFIX + "reason"
 # Our taint carries the run id as its value and the same run id in this annotation: a taint with
 # our key and any other value, or without the annotation, is a person's (never removed).
 K8S_TAINT_RUN = K8S_PREFIX + "taint-run-id"
-# A run id of ours: what plugin_utils/reports/common.py new_run_id() writes - a UTC time stamp and
-# 12 random hex digits, a format nobody types by hand.
-RUN_ID_STRICT_RE = re.compile(r"^(20[0-9]{2})(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3])[0-5][0-9][0-5][0-9]Z-[0-9a-f]{12}$")
+
+
+def ansible_run_id(run_id):
+    """A run id of an Ansible run of ours: what plugin_utils/reports/common.py new_run_id() writes - a
+    real UTC time stamp and 12 random hex digits, a format nobody types by hand (slurm.valid_run_id)."""
+    return valid_run_id(run_id, "ansible")
+
 # The slack between this run's start and a report's generated_at (clock granularity).
 NOT_BEFORE_SLACK_S = 2
 K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -134,7 +138,7 @@ def verdicts(docs):
     run_id = None
     for doc in docs:
         summary = doc.get("summary") or {}
-        if run_id is None and isinstance(summary.get("run_id"), str) and RUN_ID_STRICT_RE.match(summary["run_id"]):
+        if run_id is None and ansible_run_id(summary.get("run_id")):
             run_id = summary["run_id"]
         for host, res in sorted((doc.get("hosts") or {}).items()):
             if not isinstance(res, dict):
@@ -241,7 +245,7 @@ def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names
         outside = sorted(h for h in found if h not in wanted)
         found = dict((h, v) for h, v in found.items() if h in wanted)
     run_id = run_id or report_run_id or new_run_id()
-    if not RUN_ID_STRICT_RE.match(run_id):
+    if not ansible_run_id(run_id):
         raise PlanError("run id %s: a run id of ours is YYYYmmddTHHMMSSZ- and 12 lower-case hex digits (what the "
                         "reports' summary.run_id holds); leave scheduler_run_id empty" % ascii(run_id))
     problems, lines, audit = [], [], []
@@ -340,8 +344,7 @@ def k8s_taint_ours(taint, annotations):
     same run id in the annotation dlrack.node/taint-run-id. A person who puts our key on a Node by
     hand (any other value, or no annotation) keeps it: it is never removed or overwritten."""
     value = taint.get("value")
-    return (isinstance(value, str) and bool(RUN_ID_STRICT_RE.match(value))
-            and (annotations or {}).get(K8S_TAINT_RUN) == value)
+    return ansible_run_id(value) and (annotations or {}).get(K8S_TAINT_RUN) == value
 
 
 def k8s_changes(out, nodes):
