@@ -35,10 +35,11 @@ options:
   backend:
     description: The scheduler.
     type: str
+    choices: [none, slurm, kubernetes]
     required: true
   deferred:
     description: True where a later play of the same run acts (site.yml's acceptance part); the act then does nothing.
-    type: raw
+    type: bool
     default: false
   become:
     description: Become on the admin host.
@@ -49,31 +50,33 @@ options:
     type: raw
   reports:
     description: Paths of this run's JSON reports on the controller.
-    type: raw
+    type: list
+    elements: path
     default: []
   hosts:
     description: Judge only these of the inventory's hosts (empty - all of them).
-    type: raw
+    type: list
+    elements: str
     default: []
   node_names:
     description: Inventory host -> scheduler node name.
-    type: raw
+    type: dict
     default: {}
   short_names:
     description: Without a mapping, use the inventory name up to its first dot.
-    type: raw
+    type: bool
     default: true
   max_nodes:
     description: At most this many nodes taken out by one run.
-    type: raw
+    type: int
     default: 5
   max_percent:
     description: At most this share of the judged nodes taken out by one run.
-    type: raw
+    type: float
     default: 10
   run_id:
     description: The run id in the reasons (empty - the report's).
-    type: raw
+    type: str
     default: ""
   rule_modes:
     description: Rule id (or C(area.*)) -> enforce, shadow or off (module_utils/scheduler/modes.py).
@@ -85,19 +88,19 @@ options:
     default: {}
   scontrol:
     description: The scontrol program on the admin host.
-    type: raw
+    type: path
     default: scontrol
   scontrol_timeout:
     description: Seconds each scontrol call may take.
-    type: raw
+    type: int
     default: 30
   audit_log:
     description: The act's audit log (JSON lines) on the admin host; empty - none.
-    type: raw
+    type: str
     default: ""
   k8s:
     description: The Kubernetes connection (kubeconfig, context, host, api_key, validate_certs, timeout).
-    type: raw
+    type: dict
     default: {}
 attributes:
   check_mode:

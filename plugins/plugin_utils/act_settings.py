@@ -27,6 +27,7 @@ import time
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler import modes as rule_modes
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import validate
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import fact_names
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
@@ -231,7 +232,15 @@ def decide(task, loader, task_vars, spec, check_mode):
                 values[option] = _plain(task.args.get("reports"))
             continue
         values[option] = _render(templar, raw[option], option)
-    settings = check(values, check_mode)
+    if values.get("check") == "":
+        values["check"] = None                # unset: the run's own --check
+    # the types of the module's DOCUMENTATION (one place), then the ranges and the modes
+    checked, errors = validate(spec, values)
+    if errors:
+        named = sorted(set(VARIABLE[o] for o in VARIABLE if any(("'%s'" % o) in e or ("%s " % o) in e for e in errors)))
+        raise ActSettingsError("%s%s" % ("; ".join(console(e) for e in errors)[:600],
+                                         (": set " + ", ".join(named)) if named else ""))
+    settings = check(checked, check_mode)
     # this run's hosts: the inventory's (the play's under --limit is a subset; a report of this run names
     # no other host), never a report's list
     play_hosts = [h for h in ((task_vars.get("groups") or {}).get("all") or []) if isinstance(h, str)]
