@@ -106,3 +106,20 @@ def test_a_hung_api_server_fails_the_act_in_time(reports):
         hung.close()
     assert rc != 0 and "Timed out after 5 second(s)" in out, out[-4000:]
     assert took < 100, took
+
+
+def test_a_persons_taint_with_our_key_survives_everything(reports):
+    """28.2: a taint with our key that a person set (any other value, no dlrack.node/taint-run-id
+    annotation) is neither overwritten on a failing Node nor removed from a passing one."""
+    persons = {"key": "dlrack.node/unhealthy", "effect": "NoSchedule", "value": "rma-pending"}
+    server, url = k8sfake.serve([k8sfake.node("slurm01", taints=[persons]), k8sfake.node("ghost01"), k8sfake.node("ghost02")])
+    try:
+        for fleet in ("fail-slurm01", "pass-all"):
+            rc, out = _act(reports, fleet, url)
+            assert rc == 0, out[-4000:]
+            assert server.nodes["slurm01"]["spec"]["taints"] == [persons], fleet
+            assert "slurm01: carries a taint dlrack.node/unhealthy that is not ours" in out
+            assert "dlrack.node/taint-run-id" not in (server.nodes["slurm01"]["metadata"].get("annotations") or {})
+    finally:
+        server.shutdown()
+        server.server_close()
