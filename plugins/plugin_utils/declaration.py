@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, has_control
 
@@ -148,6 +149,21 @@ def declaration_yaml(gathered, host, identity=False):
     body = yaml.dump({"dlrack_hw": _tagged(doc)}, Dumper=_dumper(), default_flow_style=False, sort_keys=False,
                      allow_unicode=True, width=100)
     return "---\n" + header + body
+
+
+def declare_dir(path, cwd=None):
+    """The folder declare.yml writes the declarations in, as an absolute path: ``~`` expanded and a
+    relative path taken from ``cwd`` - the folder the command runs in (os.getcwd() of
+    ansible-playbook), as the report directory is - never from the playbook's folder, which is the
+    installed collection that a reinstall deletes (issue 30.3)."""
+    if path is None or not str(path).strip():
+        raise DeclarationError("dlrack_declare_dir is empty: set it to the folder the declarations go in "
+                               "(e.g. -e dlrack_declare_dir=inventory/host_vars), or leave it unset for the "
+                               "host_vars folder next to the inventory")
+    text = os.path.expanduser(str(path))
+    if not os.path.isabs(text):
+        text = os.path.join(os.getcwd() if cwd is None else cwd, text)
+    return os.path.normpath(text)
 
 
 # The longest file name Linux file systems take (NAME_MAX, in bytes).

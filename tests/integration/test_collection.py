@@ -179,7 +179,9 @@ def test_installed_drift_writes_its_report_without_configuration(installed):
 def test_installed_ecc_monitor_in_a_play_without_facts(installed):
     """A play with gather_facts: false: the role gathers the two fact groups it needs (check mode:
     nothing on this machine changes), and a play that gathered them already is not asked again."""
-    inv = _local_inventory(installed, "ecc-inventory")
+    # the role stops on a node that systemd does not run (issue 30.7; test_ecc_monitor_systemd.py); this
+    # machine may be a container without it: the node is taken to run systemd
+    inv = _local_inventory(installed, "ecc-inventory", __ecc_monitor_systemd_dir="/")
     play = os.path.join(installed["user"], "ecc.yml")
     with open(play, "w") as fh:
         fh.write("- name: ECC monitoring on its own\n  hosts: all\n  gather_facts: false\n"
@@ -213,3 +215,27 @@ def test_installed_preflight_gathers_from_dlrack_hw_root(installed):
         host = json.load(fh)["hosts"]["node-1"]
     matches = [f for f in host["findings"] if f["rule"] == "inventory.matches_declared"]
     assert host["rules"]["inventory.matches_declared"] == "pass", matches
+
+
+def test_installed_declare_writes_a_relative_dir_where_the_command_runs(installed):
+    """A relative dlrack_declare_dir is taken from the folder the command runs in, as the report
+    dir is - not from the playbook's folder, the installed collection that a reinstall deletes - and
+    the run prints the path of the file it wrote (issue 30.3)."""
+    tree = sysfs_tree("esc8000a-e12")
+    inv = _local_inventory(installed, "declare-inventory")
+    work = os.path.join(installed["user"], "declare-work")
+    os.makedirs(work)
+    proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
+                 "-e", "dlrack_declare_dir=decl/rack-7"], cwd=work, env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    wrote = os.path.join(work, "decl", "rack-7", "node-1", "dlrack_hw.yml")
+    assert os.path.exists(wrote), out[-4000:]
+    assert "node-1: wrote %s" % wrote in out
+    # nothing went into the installed collection
+    for top, dirs, files in os.walk(installed["coll"]):
+        assert "dlrack_hw.yml" not in files and "decl" not in dirs, top
+    # a second run keeps the file and says where it is
+    proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
+                 "-e", "dlrack_declare_dir=decl/rack-7"], cwd=work, env=installed["env"])
+    assert "node-1: kept the existing %s (-e dlrack_declare_overwrite=true replaces it)" % wrote in proc.stdout + proc.stderr
