@@ -226,7 +226,9 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(str(exc))
         out = run_preflight(inputs, report_dir=report_dir, fail_on=args["fail_on"], drift=drift,
                             prefix=args["report_prefix"], junit_warnings=args["junit_warnings"],
-                            host_fail_on=own_fail_on, notes=notes, run_group=_run_group(self._task))
+                            host_fail_on=own_fail_on, notes=notes, run_group=_run_group(self._task),
+                            pins=dict((h, variables[h].get("dlrack_versions")) for h in args["hosts"]
+                                      if variables[h].get("dlrack_versions") is not None))
         result["changed"] = False
         if out.get("report_error"):
             # The verdicts exist even though the files do not: print them, then fail naming the path

@@ -170,6 +170,13 @@ TOP_FIELDS = {
     "memory": ("dict", _MEMORY_FIELDS),
     "gpus": ("list", _GPU_FIELDS, MAX_GPUS),
     "disks": ("list", _DISK_FIELDS, MAX_DISKS),
+# issue 33: the node's software and firmware stack (module_utils/hw/versions.py); a declaration may
+# carry it too (what the rack is to run), and dlrack_versions pins it (plugin_utils/versions.py)
+VERSION_KEYS = ("kernel", "gpu_driver", "cuda_driver", "cuda_runtime", "rocm", "nccl", "rccl", "fabric_manager",
+                "dcgm", "ofed", "bmc")
+_VERSIONS_FIELDS = dict((k, "str") for k in VERSION_KEYS)
+_VERSIONS_FIELDS.update({"bios": ("dict", {"vendor": "str", "version": "str", "date": "str"}),
+                         "gpus": "data", "nics": "data"})
     "workload": WORKLOAD_SPEC,
     "host": "data",
     "uptime_s": _num("uptime_s"),
@@ -216,6 +223,7 @@ class Unresolved(object):
     def __repr__(self):
         return "Unresolved(%r)" % self.error
 
+    "versions": ("dict", _VERSIONS_FIELDS),
 
 def is_undefined(value):
     """An Unresolved marker or a Jinja2/Ansible undefined value (whose comparisons and truth test raise)."""

@@ -16,10 +16,12 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.report import (
     ReportWriteError, drift_headline, finite_copy, summary_lines, write_reports)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import evaluate_fleet, summarize
 from ansible_collections.dlrack.node.plugins.plugin_utils import verdict
+from ansible_collections.dlrack.node.plugins.plugin_utils import versions as fleet_versions
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console, console_line, setting_error
 
 HOST_VARS = ("dlrack_hw", "dlrack_hw_gathered", "dlrack_profile", "dlrack_thresholds", "dlrack_severity",
-             "dlrack_workload", "dlrack_external_archive", "dlrack_gather", "__dlrack_gather_error")
+             "dlrack_workload", "dlrack_external_archive", "dlrack_gather", "__dlrack_gather_error",
+             "dlrack_versions")
 GATHER_RULE = "host.gathered"
 
 # The settings of a run and the variables behind each, the most specific first (the role's option,
@@ -440,7 +442,7 @@ def drop_ungathered_schema(results):
 
 
 def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="report", junit_warnings="skipped",
-                  report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None, run_group=None):
+                  report_dir_var="dlrack_report_dir", host_fail_on=None, notes=None, run_group=None, pins=None):
     """Validate ``inputs`` ({host: evaluate_host kwargs}), build the console summary and, unless
     ``report_dir`` is None, write the reports there. A report directory that is empty or cannot
     be written does not raise: the result carries ``report_error`` (naming the path and
@@ -455,11 +457,16 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
     results, summary = evaluate_fleet(inputs, finish=_finish_evaluation)
     if notes and apply_notes(results, notes):
         summary = summarize(results)
+    # the fleet's versions per hardware class (issue 33): needs every host's document at once;
+    # ``pins``: {host: dlrack_versions}. No host with versions: nothing changes.
+    matrix = fleet_versions.apply(results, pins)
+    if matrix:
+        summary = dict(summarize(results), versions=matrix)
     out = {
         "summary": summary,
         "host_status": {h: r["status"] for h, r in results.items()},
         "failed_hosts": failed_hosts(results, fail_on, host_fail_on),
-        "lines": summary_lines(results, summary),
+        "lines": summary_lines(results, summary) + fleet_versions.console_lines(matrix),
         "drift_hosts": sorted(h for h, d in (drift or {}).items() if d.get("changes")),
         "error_hosts": sorted(h for h, d in (drift or {}).items() if d.get("unreachable") or d.get("failures")),
     }

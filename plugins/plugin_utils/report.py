@@ -38,6 +38,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import 
 from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import (  # noqa: F401 pylint: disable=unused-import
     LOCK_NAME, ReportWriteError, atomic_write, prepare_dir, write_file_set)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
+from ansible_collections.dlrack.node.plugins.plugin_utils import versions as fleet_versions
 
 JUNIT_WARNINGS = ("skipped", "failed", "passed")
 
@@ -61,11 +62,19 @@ def _fragment_key(result, host, share):
     return share_key(result) if share else ("host", host)
 
 
+def _public_finding(f):
+    """One finding as report.json holds it; a shadow finding keeps its ``shadow`` mark (what it
+    would be), which the scheduler act reads (plugin_utils/scheduler.py)."""
+    out = {k: f.get(k) for k in ("rule", "severity", "observed", "required", "message", "remedy")}
+    if f.get("shadow"):
+        out["shadow"] = f["shadow"]
+    return out
+
+
 def _public(result):
     """The per-host JSON contract: status + findings (+ what we evaluated)."""
     out = {"status": result["status"], "profile": result.get("profile"),
-           "findings": [{k: f.get(k) for k in ("rule", "severity", "observed", "required", "message", "remedy")}
-                        for f in result["findings"]],
+           "findings": [_public_finding(f) for f in result["findings"]],
            "rules": result.get("rules", {})}
     if result.get("hw") is not None:
         out["source"] = result["hw"].get("source")
@@ -205,6 +214,8 @@ def junit_suites(results, summary, drift=None, warnings="skipped", run_id=None):
                                     "unreachable" if host_drift.get("unreachable") else "check_failed",
                                     strict_json_dumps(failure, indent=None)))
         suites.append({"name": host, "cases": cases})
+    if summary.get("versions"):   # the fleet's version matrix per hardware class (plugin_utils/versions.py)
+        suites.append(fleet_versions.junit_suite(summary["versions"]))
     if not suites:
         suites.append({"name": "dlrack.node preflight (no hosts)", "cases": []})
     return suites, "dlrack.node preflight", properties

@@ -49,6 +49,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
     ParseError)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
+from ansible_collections.dlrack.node.plugins.module_utils.hw import versions as hw_versions
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as gpu_pci
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
@@ -362,7 +363,12 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
     base_run = run_command or default_run_command
 
     def run(argv):
-        res = base_run(argv)
+    ran = {}   # a command run twice (nvidia-smi -q -x: the GPUs and their versions) runs once
+
+        key = tuple(argv)
+        if key in ran:
+            return ran[key]
+        res = ran[key] = base_run(argv)
         if command_failures is not None and (getattr(res, "timed_out", False) or getattr(res, "truncated", False)):
             command_failures.append(command.problem(res))
         return res
@@ -407,6 +413,11 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
     doc["errors"] = _bounded(errors)
     return doc
 
+        # the software and firmware stack (issue 33: hw/versions.py), read with the host
+        ver_tools = gpu_seam.find_tools({"nvidia": nvidia_smi, "amd": amd_smi},
+                                        lambda option, name: _tool(option, name, root, True))
+        doc["versions"] = section("versions", lambda: hw_versions.gather_versions(
+            rd, run, ver_tools, lambda name: find_tool(name, root), doc["gpus"], is_root, errors))
 
 MAX_ERRORS = 50
 
