@@ -86,7 +86,8 @@ summary:
   type: dict
   returned: always
 host_status:
-  description: C(pass), C(warning), C(error), C(incomplete) or C(skip) per host (docs/verdicts.md).
+  description: C(pass), C(warning), C(error), C(incomplete) or C(skip) per host (docs/verdicts.md); a host whose figures
+    were all C(measured) (no expectation to judge them by) or skipped is C(skip).
   type: dict
   returned: always
 failed_hosts:

@@ -6,13 +6,16 @@ host's thresholds, and the reports DIR/acceptance.json, acceptance.xml (JUnit), 
 
 Every measurement is {name, target, value, unit, expected, verdict, reason, details}; ``expected``
 is the minimum the value must reach (same unit), or null when there is nothing to compare with.
-Verdicts: ``pass``; ``warning`` (within ``tolerance`` below expected, or measured under conditions
+Verdicts: ``pass`` (the figure reached its expectation); ``measured`` (a figure with no expectation
+to judge it by - one NUMA node and no floor, a tier whose devices are unknown - shown with the
+reason it was not judged, never ``pass``); ``warning`` (within ``tolerance`` below expected, or measured under conditions
 that make the figure doubtful); ``error`` (further below, or the measurement failed); ``skip`` (not
 measured by choice, with the reason: a measurement disabled, a tier path left empty, a node declared
 without GPUs, check mode); ``incomplete`` (a tier or GPU figure that should have been measured was
 not: fio missing, the tier not mounted, no GPU driver where GPUs are expected), with the reason and
-the fix. A host's status is its worst verdict in the order skip < pass < warning < incomplete < error
-(all skips: ``skip``): a gate never passes hardware it did not measure, so ``incomplete`` fails the
+the fix. A host's status is its worst verdict in the order skip < measured < pass < warning < incomplete
+< error, where a host whose figures are all ``measured`` or ``skip`` is ``skip`` (nothing on it was
+judged: the scheduler neither drains nor resumes it, and the report never calls it passed): a gate never passes hardware it did not measure, so ``incomplete`` fails the
 run under fail_on ``error`` and ``warning`` (``never`` fails nothing).
 """
 from __future__ import absolute_import, division, print_function
@@ -27,8 +30,11 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import 
     junit_case, junit_classname, junit_xml, now_iso, render)
 from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import ReportWriteError
 
-VERDICTS = ("pass", "warning", "error", "skip", "incomplete")
-_RANK = {"skip": 0, "pass": 1, "warning": 2, "incomplete": 3, "error": 4}
+VERDICTS = ("pass", "measured", "warning", "error", "skip", "incomplete")
+_RANK = {"skip": 0, "measured": 1, "pass": 2, "warning": 3, "incomplete": 4, "error": 5}
+# A host's status: its worst measurement's verdict, except that a host with nothing judged (all
+# its figures measured or skipped) is skip: ``measured`` is a figure's verdict, never a host's.
+HOST_STATUSES = ("pass", "warning", "error", "skip", "incomplete")
 
 # PCIe per-lane transfer rate (GT/s) and line-code efficiency by generation: 8b/10b up to Gen2,
 # 128b/130b for Gen3-5, FLIT mode (242/256 payload) for Gen6.
@@ -80,8 +86,9 @@ def link_rate_gbps(gen, width):
 
 
 def verdict_for(value, expected, tolerance):
+    """pass, warning or error against ``expected``; ``measured`` when there is nothing to judge by."""
     if expected is None:
-        return "pass"
+        return "measured"
     if value >= expected:
         return "pass"
     if value >= expected * (1.0 - tolerance):
@@ -439,7 +446,7 @@ def judge_smallfiles(tier, sfd, fio_t, gpus, th, workload=None, check_mode=False
     if iops is None:
         hint = "" if tier != "hot" else " (or declare dlrack_hw.workload.samples_per_s_per_gpu)"
         reason = "%s; not judged: %s%s" % (fig, basis, hint)
-        return [_m(name, "pass", reason, target, value, "files/s", None, details)]
+        return [_m(name, "measured", reason, target, value, "files/s", None, details)]
     expected = _r(iops / ios_per_file(kb))
     verdict = verdict_for(value, expected, th["tolerance"])
     reason = "%s; expected >= %s files/s = %s IOPS (%s) / %d I/Os per %s KiB file (no workload declared)" % (
@@ -537,7 +544,8 @@ def judge_host(raw, thresholds=None, workload=None):
 
 def host_status(measurements):
     worst = max((_RANK[m["verdict"]] for m in measurements), default=0)
-    return [k for k, v in _RANK.items() if v == worst][0]
+    status = [k for k, v in _RANK.items() if v == worst][0]
+    return "skip" if status == "measured" else status
 
 
 def failed_hosts(hosts, fail_on, host_fail_on=None):
@@ -577,27 +585,30 @@ def evaluate(inputs, fail_on="error", skipped=None, host_fail_on=None):
     own = dict((h, v) for h, v in (host_fail_on or {}).items() if h in hosts)
     if own:
         summary["fail_on_hosts"] = own
-    for v in VERDICTS:
+    for v in HOST_STATUSES:
         summary[v] = sum(1 for r in hosts.values() if r["status"] == v)
     per = {}
     for r in hosts.values():
         for m in r["measurements"]:
             per.setdefault(m["name"], dict.fromkeys(VERDICTS, 0))[m["verdict"]] += 1
     summary["measurements"] = per
+    summary["figures_measured"] = sum(c["measured"] for c in per.values())
     summary["failed_hosts"] = failed_hosts(hosts, fail_on, own)
     return {"hosts": hosts, "summary": summary}
 
 
 def summary_lines(doc):
     s = doc["summary"]
-    out = ["dlrack.node acceptance: %d host(s): %d pass, %d warning, %d error, %d skip%s"
+    out = ["dlrack.node acceptance: %d host(s): %d pass, %d warning, %d error, %d skip%s%s"
            % (s["hosts"], s["pass"], s["warning"], s["error"], s["skip"],
-              ", %d incomplete (not everything was measured)" % s["incomplete"] if s.get("incomplete") else "")]
+              ", %d incomplete (not everything was measured)" % s["incomplete"] if s.get("incomplete") else "",
+              "; %d figure(s) measured, not judged (no expectation: see their reasons)" % s["figures_measured"]
+              if s.get("figures_measured") else "")]
     for host, r in sorted(doc["hosts"].items()):
         out.append("%-7s %s%s" % (r["status"].upper(), host, " (check mode: nothing measured)" if r.get("check_mode") else ""))
         for m in r["measurements"]:
             value = "" if m["value"] is None else " %s%s" % (m["value"], " " + m["unit"] if m["unit"] else "")
-            out.append("  %-7s %-32s %-22s%s  %s" % (m["verdict"], m["name"], m["target"] or "", value, m["reason"]))
+            out.append("  %-8s %-32s %-22s%s  %s" % (m["verdict"], m["name"], m["target"] or "", value, m["reason"]))
     return out
 
 
@@ -614,23 +625,26 @@ def build_junit(doc):
 def junit_suites(doc):
     """(suites, name, properties) of acceptance.xml. One testsuite per host, one testcase per measurement: error -> failure, incomplete -> failure
     of type ``incomplete`` (a gate that did not measure must not look green), skip -> skipped,
-    warning -> passed with the reason in system-out (JUnit has no warning state)."""
+    measured -> skipped of type ``measured`` (a figure nothing judged is not a passed test), warning -> passed with the reason in system-out (JUnit has no warning state)."""
     suites = []
     for host, r in sorted(doc["hosts"].items()):
         cases = []
         for m in r["measurements"]:
             name = m["name"] + (" [%s]" % m["target"] if m["target"] else "")
-            result = {"error": "failure", "incomplete": "failure", "skip": "skipped"}.get(m["verdict"], "passed")
+            result = {"error": "failure", "incomplete": "failure", "skip": "skipped", "measured": "skipped"}.get(m["verdict"], "passed")
             text = "value: %s %s\nexpected: %s" % (m["value"], m["unit"] or "", m["expected"]) if result == "failure" else None
-            cases.append(junit_case(junit_classname(host, "acceptance"), name, result, message=m["reason"] if result != "passed" else None,
-                                    kind=("incomplete" if m["verdict"] == "incomplete" else "error") if result == "failure" else None,
+            message = m["reason"] if result != "passed" else None
+            if m["verdict"] == "measured":
+                message = "measured, not judged: %s" % m["reason"]
+            kind = {"incomplete": "incomplete", "measured": "measured"}.get(m["verdict"], "error" if result == "failure" else None)
+            cases.append(junit_case(junit_classname(host, "acceptance"), name, result, message=message, kind=kind,
                                     text=text,
                                     system_out="[%s] %s" % (m["verdict"], m["reason"]) if result == "passed" else None))
         suites.append({"name": host, "cases": cases})
     return suites, "dlrack.node acceptance", None
 
 
-_CLASS = {"pass": "pass", "warning": "warn", "error": "fail", "skip": "skip", "incomplete": "inc"}
+_CLASS = {"pass": "pass", "measured": "meas", "warning": "warn", "error": "fail", "skip": "skip", "incomplete": "inc"}
 
 
 def _html_rows(measurements):
@@ -653,7 +667,7 @@ def html_page(doc, title="dlrack.node acceptance report"):
     """(template, context) of the acceptance page (reports/templates/acceptance.html.j2)."""
     hosts = [(host, dict(r, rows=_html_rows(r["measurements"]))) for host, r in sorted(doc["hosts"].items())]
     return "acceptance.html.j2", dict(title=title, summary=doc["summary"], hosts=hosts,
-                                      cards=[(v, _CLASS[v]) for v in VERDICTS], classes=_CLASS)
+                                      cards=[(v, _CLASS[v]) for v in HOST_STATUSES], classes=_CLASS)
 
 
 def report_set(doc):

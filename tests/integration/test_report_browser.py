@@ -284,3 +284,92 @@ def test_acceptance_report_in_chromium(tmp_path, width, height):
     assert len([t for t in res["tables"] if not t.get("card")]) == 3
     for t in res["tables"]:
         assert t["right"] <= width + 0.5 or (t.get("boxScrolls") and t["boxRight"] <= width + 0.5), t
+
+
+# Every report page (issue 30.9), measured in the page after layout: the page never scrolls
+# sideways, every table fits or scrolls in its own box, and on acceptance.html every reason cell
+# lies inside the viewport (read without scrolling sideways, also on a 390 px phone).
+PAGE_PROBE = r"""
+<script>
+(function () {
+  var out = {vw: innerWidth, scrollX: document.documentElement.scrollWidth, tables: [], reasons: [], text: 0};
+  document.querySelectorAll('table').forEach(function (t) {
+    var b = t.getBoundingClientRect(), box = t.parentElement, cs = getComputedStyle(box);
+    out.tables.push({cls: t.className, right: b.right, boxScrolls: cs.overflowX === 'auto' || cs.overflowX === 'scroll',
+                     boxRight: box.getBoundingClientRect().right});
+  });
+  document.querySelectorAll('td.why').forEach(function (td) {
+    var b = td.getBoundingClientRect();
+    out.reasons.push({left: b.left, right: b.right, width: b.width, text: td.textContent.slice(0, 60)});
+  });
+  out.text = document.body.innerText.length;
+  var doc = window.parent.document;
+  var pre = doc.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  doc.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+@pytest.fixture(scope="module")
+def every_report_page(tmp_path_factory):
+    """{page: path} of every report page the collection writes, rendered by today's code from the
+    golden copies' fixed inputs (tests/data/reports_golden: fleet.json, acceptance_doc.json): the
+    pre-flight's report.html (site.yml's site.html is the same writer and template), drift.html,
+    the merged slices' report.html and acceptance.html."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils import acceptance as acc
+    from ansible_collections.dlrack.node.plugins.plugin_utils import report, report_merge
+    from ansible_collections.dlrack.node.plugins.plugin_utils.rules import summarize
+    from testpaths import DATA
+    out = tmp_path_factory.mktemp("pages")
+    with open(os.path.join(DATA, "reports_golden", "fleet.json"), encoding="utf-8") as fh:
+        fleet = json.load(fh)
+    with open(os.path.join(DATA, "reports_golden", "acceptance_doc.json"), encoding="utf-8") as fh:
+        acceptance_doc = json.load(fh)
+    results, drift = fleet["results"], fleet["drift"]
+    pages = {"report": report.write_reports(str(out / "preflight"), results, fleet["summary"], meta={"fail_on": "error"})["html"]}
+    checked = {h: results[h] for h in sorted(results) if h in drift or h.startswith("gpu-")}
+    pages["drift"] = report.write_reports(str(out / "drift"), checked, summarize(checked), drift=drift,
+                                          meta={"fail_on": "error"}, prefix="drift")["html"]
+    hosts, slices = sorted(results), []
+    for i, part in enumerate((hosts[0::2], hosts[1::2])):
+        sub = {h: results[h] for h in part}
+        slices.append(report.write_reports(str(out / ("slice%d" % i)), sub, summarize(sub), meta={"fail_on": "error"})["json"])
+    pages["merge"] = report_merge.merge_report_files(slices, str(out / "merge"))["report_paths"]["html"]
+    pages["acceptance"] = acc.write_reports(str(out / "acceptance"), acceptance_doc)["html"]
+    return pages
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (1366, 768)])
+@pytest.mark.parametrize("page", ["report", "drift", "merge", "acceptance"])
+def test_every_report_page_at_phone_and_desktop_width(every_report_page, tmp_path, page, width, height):
+    """Issue 30.9: each report page at 390 and 1366 px (screenshot kept under the test's tmp dir):
+    the page does not scroll sideways, every table fits or scrolls in its own box, and
+    acceptance.html keeps its reason column in view: at 390 px the measurement table scrolled
+    and the reasons lay right of the screen (left > 390 px), now each row is a block with its
+    reason at the full width."""
+    with open(every_report_page[page], encoding="utf-8") as fh:
+        text = fh.read()
+    profile = str(tmp_path / "profile")
+    shot = str(tmp_path / ("%s-%dx%d.png" % (page, width, height)))
+    shown = tmp_path / "shown.html"
+    shown.write_text(_at_width(text, width, height), encoding="utf-8")
+    _chromium(profile, "--window-size=%d,%d" % (max(width, MIN_WINDOW), height), "--virtual-time-budget=3000",
+              "--screenshot=" + shot, "file://" + str(shown))
+    assert _png_size(shot)[1] == height
+    probed = tmp_path / "probed.html"
+    probed.write_text(_at_width(text.replace("</body>", PAGE_PROBE + "</body>"), width, height), encoding="utf-8")
+    dom = _chromium(profile, "--window-size=%d,%d" % (max(width, MIN_WINDOW), height), "--virtual-time-budget=3000",
+                    "--dump-dom", "file://" + str(probed))
+    m = dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]
+    res = json.loads(m.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+    assert res["text"] > 500 and res["tables"], res
+    assert res["vw"] == width and res["scrollX"] <= width, (res["vw"], res["scrollX"])
+    for t in res["tables"]:
+        assert t["right"] <= width + 0.5 or (t["boxScrolls"] and t["boxRight"] <= width + 0.5), t
+    if page == "acceptance":
+        assert len(res["reasons"]) >= 40
+        hidden = [r for r in res["reasons"] if r["left"] < 0 or r["right"] > width + 0.5 or r["width"] < min(width, 1366) * 0.15]
+        assert hidden == [], hidden[:3]

@@ -113,12 +113,14 @@ def test_unmeasured_hardware_is_incomplete_never_pass():
     assert "acceptance_hot_path: ''" in hot["reason"]
     assert _by(ms, "storage.cold_write_throughput")["verdict"] == "incomplete"
     assert _by(ms, "gpu.h2d_bandwidth")["verdict"] == "incomplete"
-    assert _by(ms, "memory.bandwidth")["verdict"] == "pass"
-    # opted out: acceptance_gpu false and empty tier paths -> skip, the host passes on what it measured
+    assert _by(ms, "memory.bandwidth")["verdict"] == "measured"      # one NUMA node, no floor: not judged
+    # opted out: acceptance_gpu false and empty tier paths -> skip; what is left (one NUMA node's
+    # memory figure) has no expectation, so nothing was judged: skip, never pass (issue 30.8)
     opted = copy.deepcopy(raw)
     opted["gpu"] = {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [], "opted_out": True}
     opted["storage"] = {t: {"path": "", "status": "skip", "reason": "no path set for this tier"} for t in ("hot", "cold")}
-    assert acc.judge_host(opted)[0] == "pass"
+    assert acc.judge_host(opted)[0] == "skip"
+    assert acc.judge_host(opted, {"memory_min_gbps": 100})[0] == "pass"
     # an error still outranks incomplete
     err = copy.deepcopy(raw)
     err["storage"]["hot"] = {"path": "/mnt/hot", "status": "error", "reason": "fio read on /mnt/hot exited 1"}
@@ -126,15 +128,16 @@ def test_unmeasured_hardware_is_incomplete_never_pass():
     # check mode: nothing is measured by design, so it is skip (check mode never lies or fails)
     check = copy.deepcopy(raw)
     check["check_mode"] = True
-    assert acc.judge_host(check)[0] == "pass"
+    assert acc.judge_host(check)[0] == "skip"
     assert _by(acc.judge_host(check)[1], "storage.hot_read_throughput")["verdict"] == "skip"
     for fail_on, failed in (("error", ["gpu-01"]), ("warning", ["gpu-01"]), ("never", [])):
         doc = acc.evaluate({"gpu-01": {"raw": raw}, "gpu-02": {"raw": opted}}, fail_on)
         assert doc["summary"]["failed_hosts"] == failed
-        assert (doc["summary"]["incomplete"], doc["summary"]["pass"]) == (1, 1)
+        assert (doc["summary"]["incomplete"], doc["summary"]["skip"], doc["summary"]["pass"]) == (1, 1, 0)
         assert doc["summary"]["measurements"]["storage.hot_read_throughput"]["incomplete"] == 1
     lines = acc.summary_lines(doc)
-    assert lines[0].endswith(", 1 incomplete (not everything was measured)")
+    assert lines[0].endswith(", 1 incomplete (not everything was measured); 2 figure(s) measured, not judged "
+                             "(no expectation: see their reasons)")
     assert "INCOMPLETE gpu-01" in lines
     assert any(line.lstrip().startswith("incomplete storage.hot_read_throughput") for line in lines)
 
@@ -215,7 +218,7 @@ def test_memory_nodes_are_compared_with_the_best():
     raw["memory"]["nodes"][1]["gbps"] = 60.0
     assert _by(acc.judge_host(raw)[1], "memory.bandwidth", "node1")["verdict"] == "error"
     single = _by(acc.judge_host(_h200_raw())[1], "memory.bandwidth")
-    assert single["expected"] is None and "not judged" in single["reason"]
+    assert single["expected"] is None and "not judged" in single["reason"] and single["verdict"] == "measured"
     floor = _by(acc.judge_host(_h200_raw(), {"memory_min_gbps": 200})[1], "memory.bandwidth")
     assert (floor["expected"], floor["verdict"]) == (200.0, "warning")
 
@@ -274,7 +277,9 @@ def test_reports(tmp_path):
     with pytest.raises(acc.ReportWriteError, match="not a directory"):
         acc.write_reports(paths["json"], doc)
     lines = acc.summary_lines(doc)
-    assert lines[0] == "dlrack.node acceptance: 2 host(s): 1 pass, 0 warning, 1 error, 0 skip"
+    # each host's one-NUMA-node memory figure has no expectation: counted apart, never as a pass
+    assert lines[0] == ("dlrack.node acceptance: 2 host(s): 1 pass, 0 warning, 1 error, 0 skip; "
+                        "2 figure(s) measured, not judged (no expectation: see their reasons)")
 
 
 def test_hosts_left_out_after_a_failed_preflight_are_skip_not_error():
@@ -315,7 +320,7 @@ def test_random_reads_judged_against_the_tiers_devices():
     # a loop device or tmpfs has no device-derived figure: reported, not judged, until set per tier
     loop = [{"name": "loop3", "kind": "loop"}]
     m = _by(acc.judge_host(_rand_raw(60000, loop))[1], "storage.hot_randread_iops")
-    assert m["expected"] is None and "not judged: the tier is on a loop device" in m["reason"]
+    assert m["expected"] is None and "not judged: the tier is on a loop device" in m["reason"] and m["verdict"] == "measured"
     m = _by(acc.judge_host(_rand_raw(60000, loop), {"hot_rand_iops": 100000})[1], "storage.hot_randread_iops")
     assert (m["verdict"], m["expected"]) == ("error", 100000)
     m = _by(acc.judge_host(_rand_raw(60000, []))[1], "storage.hot_randread_iops")
@@ -389,7 +394,7 @@ def test_small_files_without_a_workload_against_the_devices():
     assert (m["verdict"], m["expected"]) == ("warning", 200.0)      # 4 x 100 IOPS / 2 I/Os per file; 180 within 10%
     assert _by(acc.judge_host(_sf_raw(100, devices=hdd, tier="cold"))[1], "storage.cold_smallfile_read")["verdict"] == "error"
     m = _by(acc.judge_host(_sf_raw(5000, devices=[{"name": "loop1", "kind": "loop"}]))[1], "storage.hot_smallfile_read")
-    assert m["verdict"] == "pass" and m["expected"] is None and "not judged" in m["reason"]
+    assert m["verdict"] == "measured" and m["expected"] is None and "not judged" in m["reason"]
     # the hot tier's small-file read not measured while its path is set: incomplete
     raw = _sf_raw(5000)
     raw["smallfiles"]["hot"] = {"path": "/mnt/hot", "status": "skip", "reason": "/mnt/hot is not a mount point"}
@@ -462,3 +467,50 @@ def test_a_small_file_write_stopped_at_its_limit_is_said_with_the_counts():
     assert m["details"]["files_requested"] == 8000
     plain = _by(acc.judge_host(_sf_raw(31000), None, None)[1], "storage.hot_smallfile_read")
     assert "time limit" not in plain["reason"] and "files_requested" not in plain["details"]
+
+
+def test_a_figure_without_an_expectation_is_measured_never_pass_in_every_format(tmp_path):
+    """Issue 30.8: acceptance showed `pass` for figures it did not judge ("not judged: ..." only in
+    the reason). One NUMA node's memory figure, random reads and small files on a loop device have
+    no expectation: `measured` in acceptance.json, a skipped JUnit case of type measured (never a
+    green test), a `measured` badge in the HTML, `measured` on the console; a host judged on
+    nothing else is skip, and the scheduler neither drains nor resumes it."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils import scheduler
+    raw = _sf_raw(5000, devices=[{"name": "loop1", "kind": "loop"}])
+    raw["storage"]["hot"]["randread"] = dict(iops=60000, ioengine="libaio", jobs=4, iodepth=32, block_kb=4,
+                                             lat_p50_us=80.0, lat_p99_us=200.0)
+    unjudged = {"check_mode": False, "gpu": {"status": "skip", "reason": "disabled (acceptance_gpu: false)", "devices": [],
+                                             "opted_out": True},
+                "storage": {t: {"path": "", "status": "skip", "reason": "no path set for this tier"} for t in ("hot", "cold")},
+                "memory": {"status": "ok", "nodes": [{"node": 0, "status": "ok", "gbps": 180.0, "threads": 8}]}}
+    doc = acc.evaluate({"gpu-01": {"raw": raw}, "gpu-02": {"raw": unjudged}}, "error")
+    names = ("memory.bandwidth", "storage.hot_randread_iops", "storage.hot_smallfile_read")
+    ms = doc["hosts"]["gpu-01"]["measurements"]
+    for name in names:
+        m = _by(ms, name)
+        assert (m["verdict"], m["expected"]) == ("measured", None) and "not judged" in m["reason"], m
+    assert doc["hosts"]["gpu-01"]["status"] == "pass"          # its judged figures (GPU, fio) pass
+    assert doc["hosts"]["gpu-02"]["status"] == "skip"          # nothing on it was judged
+    assert doc["summary"]["figures_measured"] == 4 and doc["summary"]["measurements"]["memory.bandwidth"]["measured"] == 2
+    paths = acc.write_reports(str(tmp_path), doc)
+    data = json.loads(open(paths["json"]).read())
+    assert all(m["verdict"] != "pass" for h in data["hosts"].values() for m in h["measurements"] if m["expected"] is None
+               and m["name"] not in ("gpu.p2p_bandwidth",))
+    cases = {(tc.get("classname"), tc.get("name")): tc for tc in ET.parse(paths["xml"]).getroot().iter("testcase")}
+    unjudged_cases = [cases[(h + ".acceptance", m["name"] + (" [%s]" % m["target"] if m["target"] else ""))]
+                      for h, r in data["hosts"].items() for m in r["measurements"] if m["verdict"] == "measured"]
+    assert len(unjudged_cases) == 4
+    for tc in unjudged_cases:
+        [skipped] = tc.findall("skipped")
+        assert skipped.get("type") == "measured" and skipped.get("message").startswith("measured, not judged: "), ET.tostring(tc)
+        assert "[pass]" not in (tc.findtext("system-out") or "")
+    page = open(paths["html"]).read()
+    rows = [r for r in page.split("<tr>") if "memory.bandwidth" in r]
+    assert len(rows) == 2 and all('class="badge meas">measured<' in r and ">pass<" not in r for r in rows)
+    assert "figures measured, not judged" in page
+    lines = acc.summary_lines(doc)
+    assert [ln.split()[0] for ln in lines if "memory.bandwidth" in ln] == ["measured", "measured"]
+    assert lines[0].endswith("4 figure(s) measured, not judged (no expectation: see their reasons)")
+    assert "SKIP    gpu-02" in lines
+    # the scheduler leaves a host acceptance judged nothing on alone (not judged: neither drained nor resumed)
+    assert scheduler.verdicts([data])[0] == {"gpu-01": []}
