@@ -20,6 +20,14 @@ class FakeSlurmctld(object):
         self.lines = dict((n, line) for line in text.splitlines() if line.startswith("NodeName=")
                           for n in [line.split()[0][len("NodeName="):]])
         self.calls = []
+        self.ticks = None   # set to an int: each update is stamped one second later than the last
+
+    def stamp(self):
+        """slurmctld's [user@time] for an update: 17:00:00, or one second later each (ticks)."""
+        if self.ticks is None:
+            return "2026-12-01T17:00:00"
+        self.ticks += 1
+        return "2026-12-01T17:%02d:%02d" % (self.ticks // 60 % 60, self.ticks % 60)
 
     def _expand(self, expr):
         out = []
@@ -38,6 +46,8 @@ class FakeSlurmctld(object):
         self.calls.append(argv)
         if argv[1] == "show":
             out, err = [], []
+            if len(argv) < 5:   # `scontrol show node -o`: every node
+                return (0, "\n".join(self.lines[n] for n in sorted(self.lines)) + "\n", "")
             for name in self._expand(argv[4]):
                 (out if name in self.lines else err).append(self.lines.get(name) or "Node %s not found" % name)
             return (1 if err else 0, "\n".join(out) + "\n", "\n".join(err))
@@ -51,7 +61,7 @@ class FakeSlurmctld(object):
             flags = [f for f in base[1:] if f != "DRAIN"]
             if state == "DRAIN":
                 new = "+".join([base[0], "DRAIN"] + flags)
-                line = line.replace("State=" + "+".join(base), "State=" + new) + " Reason=%s [root@2026-12-01T17:00:00]" % argv[4][7:]
+                line = line.replace("State=" + "+".join(base), "State=" + new) + " Reason=%s [root@%s]" % (argv[4][7:], self.stamp())
             else:
                 line = line.replace("State=" + "+".join(base), "State=" + "+".join([base[0]] + flags))
             self.lines[n] = line

@@ -41,8 +41,10 @@ import sys
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_text, write_atomic
+import ansible_collections.dlrack.node.plugins.module_utils.scheduler.modes as rule_modes
+import ansible_collections.dlrack.node.plugins.module_utils.scheduler.node_guard as guard
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
-    Scontrol, SlurmError, decide, format_reason, parse_reason)
+    Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason)
 
 DEFAULT_CONFIG = "/etc/dlrack/health-check.json"
 DEFAULTS = {
@@ -55,7 +57,22 @@ DEFAULTS = {
     "scontrol": "scontrol",
     "timeout_s": 10,
     "act": True,                     # False: judge and print only
+    # rule modes (scheduler/modes.py): run-wide, and the modes of this node's inventory groups
+    "rule_modes": {},
+    "rule_modes_groups": {},
+    # validated return (issue 28.6): before resuming a node it drained, where the accepted state
+    # has GPUs: every accepted GPU present at its width, no uncorrected ECC in the textfile, and
+    # (return_copy) a host-to-GPU copy at >= return_copy_min_share of the negotiated link
+    "return_validation": True,
+    "return_copy": True,
+    "return_copy_min_share": 0.8,
+    "return_copy_bytes": 256 * 1024 * 1024,
+    "return_copy_timeout_s": 30,
 }
+DEFAULTS.update(guard.GUARD_DEFAULTS)
+# Exit status: 0 healthy (or only shadow rules fail), 1 unhealthy, 2 bad configuration,
+# 3 scontrol failed, 4 a drain refused (or given back) over the fleet cap.
+RC_HEALTHY, RC_UNHEALTHY, RC_CONFIG, RC_SCONTROL, RC_CAP = 0, 1, 2, 3, 4
 RUN_PREFIX = "health-"
 TEXTFILE_LIMIT = 4 * 1024 * 1024
 GPU_VENDORS = {"0x10de": ("0x03",), "0x1002": ("0x0380", "0x0300", "0x1200")}
@@ -82,8 +99,23 @@ def load_config(path, overrides=None):
             raise ConfigError("%s: unknown key(s) %s; expected %s" % (path, ", ".join(unknown), ", ".join(sorted(DEFAULTS))))
         conf.update(data)
     conf.update(overrides or {})
-    if not conf["node"]:
-        conf["node"] = socket.gethostname().split(".")[0]
+    return settle_config(conf, path)
+
+
+def settle_config(conf, path=None):
+    """The node name (slurmd's SLURMD_NODENAME for the node it runs the check for - several slurmd
+    on one host each run it -, else the configured name, else the short host name), ``{node}`` in
+    the guard's file names, and the rule modes and guard settings checked."""
+    conf["node"] = os.environ.get("SLURMD_NODENAME") or conf["node"] or socket.gethostname().split(".")[0]
+    for key in ("history_file", "audit_log", "metrics_textfile"):
+        if isinstance(conf[key], str):
+            conf[key] = conf[key].replace("{node}", conf["node"])
+    try:
+        conf["rule_modes"] = rule_modes.check_modes(conf["rule_modes"], "rule_modes")
+        conf["rule_modes_groups"] = rule_modes.check_group_modes(conf["rule_modes_groups"], "rule_modes_groups")
+        guard.check_guard(conf)
+    except (rule_modes.ModeError, guard.GuardError) as exc:
+        raise ConfigError("%s: %s" % (path or "configuration", exc))
     return conf
 
 
@@ -161,12 +193,43 @@ def judge_ecc(conf, now=None):
     return sorted(rules), notes
 
 
-def mounted(root, mount_point):
+_OCTAL_RE = re.compile(r"\\([0-7]{3})")
+
+
+def unescape_mount(field):
+    """A mount point as the kernel writes it in mountinfo / mounts (space, tab, newline and
+    backslash as ``\\040``, ``\\011``, ``\\012``, ``\\134``: fs/proc_namespace.c, seq_path) -> the path."""
+    return _OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _norm_mount(path):
+    path = os.path.normpath(path) if path else path
+    return "/" + path.lstrip("/") if path else path
+
+
+def mount_points(root):
+    """The mount points of this mount namespace, unescaped; a bind mount is listed under its own
+    mount point like any other (its root field is not '/'). None when neither file can be read."""
     text = read_text(_under(root, "/proc/self/mountinfo"), limit=TEXTFILE_LIMIT)
-    if text is not None:
-        return any(len(f) > 4 and f[4] == mount_point for f in (line.split() for line in text.splitlines()))
-    text = read_text(_under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT) or ""
-    return any(len(f) > 1 and f[1] == mount_point for f in (line.split() for line in text.splitlines()))
+    index = 4
+    if text is None:
+        text, index = read_text(_under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT), 1
+    if text is None:
+        return None
+    return set(_norm_mount(unescape_mount(f[index])) for f in (line.split(" ") for line in text.splitlines()) if len(f) > index)
+
+
+def mounted(root, mount_point):
+    """``mount_point`` (as the operator wrote it: spaces, trailing slashes; on the live system a
+    symbolic link on the way is followed, as the kernel lists the resolved path) is a mount point.
+    None when the mount table cannot be read (the check cannot judge)."""
+    points = mount_points(root)
+    if points is None:
+        return None
+    want = {_norm_mount(mount_point)}
+    if root in ("/", "") and os.path.isabs(mount_point):
+        want.add(_norm_mount(os.path.realpath(mount_point)))
+    return bool(want & points)
 
 
 def load_accepted(path):
@@ -183,10 +246,11 @@ def load_accepted(path):
 
 
 def judge(conf, now=None):
-    """{'rules': [...], 'notes': [...]} for this node now."""
-    rules, notes = set(), []
+    """{'rules': [...], 'notes': [...], 'unknown': [rules not judged]} for this node now."""
+    rules, notes, unknown = set(), [], set()
     accepted = load_accepted(conf["state_file"])
     if accepted is None:
+        unknown.update(("gpu.present", "gpu.pcie_link"))
         notes.append("GPUs: no accepted state at %s (run dlrack-health-check --accept after a passing run): "
                      "GPU presence and link width not judged" % conf["state_file"])
     else:
@@ -206,16 +270,36 @@ def judge(conf, now=None):
     ecc_rules, ecc_notes = judge_ecc(conf, now)
     rules.update(ecc_rules)
     notes.extend(ecc_notes)
-    if conf["hot_mount"] and not mounted(conf["root"], conf["hot_mount"]):
-        rules.add("storage.hot_tier_mounted")
-        notes.append("hot tier %s is not mounted" % conf["hot_mount"])
-    return {"rules": sorted(rules), "notes": notes}
+    if any("ECC state unknown" in n for n in ecc_notes):
+        unknown.update(("memory.ecc_errors", "gpu.ecc_errors"))
+    if conf["hot_mount"]:
+        is_mounted = mounted(conf["root"], conf["hot_mount"])
+        if is_mounted is None:
+            unknown.add("storage.hot_tier_mounted")
+            notes.append("hot tier: the mount table cannot be read: not judged")
+        elif not is_mounted:
+            rules.add("storage.hot_tier_mounted")
+            notes.append("hot tier %s is not mounted" % conf["hot_mount"])
+    return {"rules": sorted(rules), "notes": notes, "unknown": sorted(unknown)}
 
 
-def accept(conf):
+class NoGpuError(Exception):
+    """--accept saw no GPU and was not told the node has none."""
+
+
+def accept(conf, no_gpu=False):
+    """Record the GPUs on the bus as the accepted state. No GPU visible is refused (NoGpuError)
+    unless ``no_gpu`` says the node has none: an empty list recorded silently would let every later
+    run pass on a node whose GPUs fell off the bus."""
     gpus = find_gpus(conf["root"])
+    if not gpus and not no_gpu:
+        raise NoGpuError("no GPU is visible on the PCI bus of %s, so nothing was accepted; if the GPUs are "
+                         "missing, fix that and accept again, and if this node has no GPU, run with --no-gpu "
+                         "(the role: scheduler_health_check_no_gpu=true)" % conf["node"])
     doc = {"schema": 1, "accepted_at": int(time.time()),
            "gpus": [{"pci_bus_id": k, "width": v} for k, v in sorted(gpus.items())]}
+    if not gpus:
+        doc["no_gpu"] = True
     directory = os.path.dirname(conf["state_file"])
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
@@ -223,38 +307,263 @@ def accept(conf):
     return doc
 
 
-def act(conf, verdict, scontrol=None, now=None):
-    """Drain or resume this node; returns one line saying what was done."""
+# --------------------------------------------------------------------------------------------
+# The act: modes, flap damping, the fleet cap, validated return, the audit trail (issue 28)
+# --------------------------------------------------------------------------------------------
+
+def judge_safely(conf, now=None):
+    """judge(), but a check that raises cannot judge: it never drains (every rule unknown)."""
+    try:
+        return judge(conf, now)
+    except Exception as exc:  # noqa: BLE001 - any failure of a check is "cannot judge", never a drain
+        return {"rules": [], "unknown": ["*"], "notes": ["the checks could not run (%s: %s): nothing judged, "
+                                                         "nothing drained" % (type(exc).__name__, exc)]}
+
+
+def link_gbps(root, bus):
+    """The negotiated PCIe link of ``bus`` in decimal GB/s (current speed x width, less the line
+    encoding: 8b/10b up to 5 GT/s, 128b/130b above), None when sysfs does not say."""
+    dev = _under(root, "/sys/bus/pci/devices/" + bus)
+    speed = (read_text(os.path.join(dev, "current_link_speed"), limit=64) or "").strip()
+    width = (read_text(os.path.join(dev, "current_link_width"), limit=64) or "").strip()
+    m = re.match(r"^([0-9]+(?:\.[0-9]+)?) ?GT/s", speed)
+    if not m or not width.isdigit() or int(width) < 1:
+        return None
+    gts = float(m.group(1))
+    return gts * int(width) * (0.8 if gts <= 5.0 else 128.0 / 130.0) / 8.0
+
+
+def _lib_dir():
+    """The directory holding ansible_collections/ (where this code was installed)."""
+    here = os.path.abspath(__file__)
+    for dummy in range(7):
+        here = os.path.dirname(here)
+    return here
+
+
+def copy_check(conf, accepted, runner=None):
+    """(ok, note): a short host-to-GPU copy per GPU through the acceptance copy code
+    (acceptance/gpu.py: libcuda, or HIP on AMD), in a child bounded by return_copy_timeout_s; each
+    GPU's pinned H2D median at >= return_copy_min_share of its negotiated link. No runtime: skipped
+    (ok) with its reason."""
+    from ansible_collections.dlrack.node.plugins.module_utils.system.command import run
+    if os.path.isdir(_under(conf["root"], "/sys/class/kfd")):
+        return True, "copy check skipped: an AMD node; the HIP copy code (acceptance/gpu_hip.py) is not installed with the health check"
+    code = os.path.join(_lib_dir(), "ansible_collections/dlrack/node/plugins/module_utils/acceptance/gpu.py")
+    if runner is None and not os.path.isfile(code):
+        return True, "copy check skipped: the acceptance copy code is not installed here (%s)" % code
+    argv = [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); from ansible_collections.dlrack.node.plugins"
+            ".module_utils.acceptance.gpu import main; sys.exit(main())" % _lib_dir(),
+            "--bytes", str(int(conf["return_copy_bytes"])), "--iterations", "3", "--no-pageable", "--no-p2p"]
+    res = (runner or (lambda a: run(a, timeout=conf["return_copy_timeout_s"], output_limit=1024 * 1024)))(argv)
+    try:
+        doc = json.loads(res[1])
+    except (ValueError, TypeError):
+        return False, "copy check: no result (%s)" % ((res[2] or "").strip()[-200:] or "rc %s" % res[0])
+    if doc.get("status") == "skip":
+        return True, "copy check skipped: %s" % doc.get("reason")
+    if doc.get("status") != "ok":
+        return False, "copy check failed: %s" % doc.get("reason")
+    share, problems, seen = float(conf["return_copy_min_share"]), [], []
+    for dev in doc.get("devices") or []:
+        bus = str(dev.get("pci_bus_id") or "").lower()[-12:]
+        got = (dev.get("h2d_pinned") or {}).get("gbps")
+        want = link_gbps(conf["root"], bus)
+        seen.append(bus)
+        if dev.get("error") or got is None:
+            problems.append("GPU %s: %s" % (bus, dev.get("error") or "no host-to-GPU figure"))
+        elif want and got < share * want:
+            problems.append("GPU %s: host-to-GPU %.1f GB/s, below %d %% of its link (%.1f GB/s)" % (bus, got, share * 100, want))
+    missing = [g["pci_bus_id"] for g in accepted.get("gpus") or () if str(g.get("pci_bus_id"))[-12:] not in seen]
+    if missing:
+        problems.append("the copy check saw no GPU %s" % ", ".join(missing))
+    return (not problems), ("copy check: " + ("; ".join(problems) if problems else "every GPU at >= %d %% of its link" % (share * 100)))
+
+
+def validate_return(conf, now=None, copy_runner=None):
+    """(ok, notes) of the node-local validation before a resume: where the accepted state has GPUs,
+    every accepted GPU present at its accepted width, no uncorrected ECC in the textfile (whatever
+    the rules' modes), and the copy check (return_copy)."""
+    if not conf["return_validation"]:
+        return True, ["return validation off (return_validation: false)"]
+    accepted = load_accepted(conf["state_file"])
+    if not accepted or not accepted["gpus"]:
+        return True, ["return validation: no accepted GPU on this node, nothing to validate"]
+    problems, notes = [], []
+    now_gpus = find_gpus(conf["root"])
+    for gpu in accepted["gpus"]:
+        bus = str(gpu.get("pci_bus_id", "")).lower() if isinstance(gpu, dict) else ""
+        want, got = (gpu.get("width") if isinstance(gpu, dict) else None), now_gpus.get(bus)
+        if bus not in now_gpus:
+            problems.append("GPU %s is not on the PCI bus" % bus)
+        elif isinstance(want, int) and (got is None or got < want):
+            problems.append("GPU %s at x%s, accepted x%d" % (bus, got, want))
+    ecc_rules, ecc_notes = judge_ecc(conf, now)
+    if ecc_rules:
+        problems.extend(ecc_notes)
+    elif any("ECC state unknown" in n for n in ecc_notes):
+        notes.append("return validation: " + ecc_notes[0])
+    if not problems and conf["return_copy"]:
+        ok, note = copy_check(conf, accepted, copy_runner)
+        (notes if ok else problems).append(note)
+    return not problems, (["return validation failed: " + p for p in problems] or ["return validated"]) + notes
+
+
+def _modes(conf, rules):
+    groups = sorted(conf["rule_modes_groups"])
+    return rule_modes.split(rules, conf["rule_modes"], conf["rule_modes_groups"], groups)
+
+
+def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
+    """Decide and act for this node. Returns {rc, line, events, enforced, shadowed, fleet}."""
+    now = time.time() if now is None else now
     sc = scontrol or Scontrol(path=conf["scontrol"], timeout=conf["timeout_s"], batch=1)
     node = conf["node"]
+    enforced, shadowed = _modes(conf, verdict["rules"])
+    history, note = guard.load_history(conf["history_file"])
+    out = {"rc": RC_UNHEALTHY if enforced else RC_HEALTHY, "events": [], "enforced": enforced, "shadowed": shadowed,
+           "fleet": None, "notes": [note] if note else []}
+
+    def event(kind, rules=(), reason=None, why=None, **more):
+        guard.count(history, kind)
+        rec = dict({"node": node, "event": kind, "rules": list(rules), "reason": reason, "why": why,
+                    "evidence": verdict["notes"][:20]}, **more)
+        out["events"].append(rec)
+        problem = guard.audit(conf, rec, now)
+        if problem:
+            out["notes"].append(problem)
+
+    if shadowed and guard.changed(history, "shadow", shadowed):
+        event("would_drain", shadowed, why="shadow mode: the rule(s) report, they never drain")
+    elif not shadowed:
+        history["last"].pop("shadow", None)
     current = sc.show([node]).get(node)
-    mine = current is not None and current["reason"] and (parse_reason(current["reason"]) or ((), ""))[1].startswith(RUN_PREFIX)
-    if verdict["rules"]:
-        reason = format_reason(verdict["rules"], RUN_PREFIX + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
-        action, why = decide(current, "drain", reason)
-        if action == "drain" and current["drained"] and not mine:
-            return "%s: drained by a dlrack run (%s): left as it is" % (node, current["reason"])
-    else:
-        action, why = decide(current, "resume", None)
-        if action == "resume" and not mine:
-            return "%s: drained by a dlrack run (%s): that run lifts it" % (node, current["reason"])
-        reason = None
-    if action not in ("drain", "resume"):
+    mine = guard.is_mine(current)
+    drained_for = (parse_reason(current["reason"]) or ((), ""))[0] if mine else ()
+    unknown = set(verdict.get("unknown") or ())
+    undecided = "*" in unknown or bool(set(drained_for) & unknown)
+    guard.step(history, enforced, undecided, now)
+    lines = []
+    try:
+        if enforced:
+            lines.append(_drain(conf, sc, history, current, mine, enforced, now, out, event))
+        else:
+            lines.append(_resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner))
+    finally:
+        _metrics(conf, history, out, shadowed)
+        guard.save_history(conf["history_file"], history)
+    out["line"] = "; ".join(x for x in lines if x)
+    return out
+
+
+def _drain(conf, sc, history, current, mine, enforced, now, out, event):
+    node = conf["node"]
+    reason = format_reason(enforced, new_health_run_id(now))
+    action, why = decide(current, "drain", reason)
+    if action == "drain" and current["drained"] and not mine:
+        return "%s: drained by a dlrack run (%s): left as it is" % (node, current["reason"])
+    if action != "drain":
+        if current and current["reason"] and not mine and not guard.is_ours(current["reason"]):
+            if guard.changed(history, "left_alone", current["reason"]):
+                event("left_alone", enforced, current["reason"], "the node carries a person's reason: never overwritten")
         return "%s: %s" % (node, why)
+    if current["drained"]:          # ours already, other rules: the reason is updated (counted already)
+        return _update(sc, node, "drain", reason, "drained for %s" % ",".join(enforced), event, enforced)
+    ready, why = guard.ready_to_drain(history, conf, now)
+    if not ready:
+        return "%s: %s" % (node, why)
+    nodes = sc.show_all()
+    fleet = guard.fleet(nodes, node, conf["partitions"])
+    limit = guard.cap_limit(fleet["total"], conf["cap_max_nodes"], conf["cap_max_percent"])
+    out["fleet"] = {"partitions": fleet["partitions"], "total": fleet["total"], "held": len(fleet["held"]), "limit": limit}
+    others = [n for n in fleet["held"] if n["name"] != node]
+    if len(others) + 1 > limit:
+        out["rc"] = RC_CAP
+        if guard.changed(history, "cap", enforced):
+            event("refused_cap", enforced, reason, "%d of %d nodes of %s held by dlrack, the cap is %d: not drained"
+                  % (len(others), fleet["total"], ",".join(fleet["partitions"]) or "the cluster", limit), fleet=out["fleet"])
+        return "%s: would drain (%s) but %d of %d nodes are held by dlrack, at the cap of %d: not drained" % (
+            node, ",".join(enforced), len(others), fleet["total"], limit)
+    history["last"].pop("cap", None)
+    service = guard.record_drain(history, conf, now)
+    if service:
+        reason = format_reason(guard.service_rules(enforced), new_health_run_id(now))
+    line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain")
+    # two nodes deciding at once: count again; over the cap, the newest drains give way
+    nodes = sc.show_all()
+    fleet = guard.fleet(nodes, node, conf["partitions"])
+    out["fleet"]["held_after"] = len(fleet["held"])
+    if len(fleet["held"]) > limit and guard.give_back(fleet["held"], node, limit):
+        out["rc"] = RC_CAP
+        history["drains"] = history["drains"][:-1]
+        sc.update([node], "resume")
+        event("gave_back", enforced, reason, "%d nodes held after this drain, the cap is %d: this (newest) drain given back"
+              % (len(fleet["held"]), limit), fleet=out["fleet"])
+        return "%s: drained, then given back: %d nodes held by dlrack after it, the cap is %d" % (node, len(fleet["held"]), limit)
+    return line
+
+
+def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner):
+    node = conf["node"]
+    if current is None or not current["drained"]:
+        return None
+    if not mine:
+        if guard.is_ours(current["reason"]):
+            return "%s: drained by a dlrack run (%s): that run lifts it" % (node, current["reason"])
+        return "%s: drained by someone else: left alone" % node
+    if needs_service(current["reason"]):
+        return "%s: drained as service.required (%s): a person resumes it after service" % (node, current["reason"])
+    if undecided:
+        return "%s: the rules it was drained for cannot be judged now: stays drained" % node
+    ready, why = guard.ready_to_resume(history, conf)
+    if not ready:
+        return "%s: %s" % (node, why)
+    ok, notes = validate_return(conf, now, copy_runner)
+    out["notes"].extend(notes)
+    if not ok:
+        if guard.changed(history, "return", notes):
+            event("return_blocked", (), current["reason"], "; ".join(notes))
+        return "%s: passes, but %s: stays drained" % (node, notes[0])
+    history["last"].pop("return", None)
+    return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume")
+
+
+def _update(sc, node, action, reason, done, event, rules, kind=None):
     problems = sc.update([node], action, reason)
     after = sc.show([node]).get(node)
-    done = after is not None and (after["drained"] if action == "drain" else not after["drained"])
-    if not done:
-        more = (": " + "; ".join(problems)) if problems else ""
-        raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"], more))
-    return "%s: %s (%s)" % (node, "drained" if action == "drain" else "resumed", reason or why)
+    ok = after is not None and (after["drained"] if action == "drain" else not after["drained"])
+    if not ok:
+        raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"],
+                                                               (": " + "; ".join(problems)) if problems else ""))
+    if kind:
+        event(kind, rules, reason or (after["reason"] if action == "drain" else None))
+    elif action == "drain":
+        event("drain", rules, reason, "reason updated: other rules fail now")
+    return "%s: %s%s" % (node, done, (" (%s)" % reason) if reason and action == "drain" else "")
 
 
-USAGE = """usage: dlrack-health-check [--config FILE] [--accept] [--dry-run] [--json]
+def _metrics(conf, history, out, shadowed):
+    gauges = {"dlrack_health_check_fail_streak": history["fail_streak"],
+              "dlrack_health_check_pass_streak": history["pass_streak"],
+              "dlrack_health_check_would_drain": [({"rule": r}, 1) for r in shadowed] or [({"rule": ""}, 0)],
+              "dlrack_health_check_refused_cap": 1 if out["rc"] == RC_CAP else 0}
+    if out["fleet"]:
+        gauges["dlrack_health_check_fleet_held"] = out["fleet"]["held"]
+        gauges["dlrack_health_check_fleet_cap"] = out["fleet"]["limit"]
+    problem = guard.write_metrics(conf, history, gauges)
+    if problem:
+        out["notes"].append(problem)
+
+
+USAGE = """usage: dlrack-health-check [--config FILE] [--accept [--no-gpu]] [--dry-run] [--json]
   Judges this node (GPUs present and link width against the accepted state, uncorrected ECC
   counts from the ECC collector's textfile, the hot tier mounted) and drains or resumes its own
-  Slurm node. --accept records the current GPUs as the accepted state. --dry-run judges only.
-  Exit status: 0 healthy, 1 unhealthy, 2 bad configuration, 3 scontrol failed."""
+  Slurm node: a rule in shadow mode only says "would drain"; a drain needs fail_runs failing runs
+  (or a fault lasting fault_persist_s) and room under the fleet cap; a resume needs pass_runs
+  passing runs and the return validation. --accept records the current GPUs as the accepted state
+  (refused when none is visible, unless --no-gpu says the node has none). --dry-run judges only.
+  Exit status: 0 healthy (or only shadow rules fail), 1 unhealthy, 2 bad configuration,
+  3 scontrol failed, 4 a drain refused or given back over the fleet cap."""
 
 
 def main(argv=None):
@@ -264,39 +573,48 @@ def main(argv=None):
         arg = args.pop(0)
         if arg == "--config" and args:
             config = args.pop(0)
-        elif arg in ("--accept", "--dry-run", "--json"):
+        elif arg in ("--accept", "--dry-run", "--json", "--no-gpu"):
             flags.add(arg[2:])
         elif arg in ("-h", "--help"):
             sys.stdout.write(USAGE + "\n")
             return 0
         else:
             sys.stderr.write("dlrack-health-check: bad argument %s\n%s\n" % (ascii(arg), USAGE))
-            return 2
+            return RC_CONFIG
     try:
         conf = load_config(config)
     except ConfigError as exc:
         sys.stderr.write("dlrack-health-check: %s\n" % exc)
-        return 2
+        return RC_CONFIG
     if "accept" in flags:
-        doc = accept(conf)
+        try:
+            doc = accept(conf, no_gpu="no-gpu" in flags)
+        except NoGpuError as exc:
+            sys.stderr.write("dlrack-health-check: %s\n" % exc)
+            return RC_UNHEALTHY
         sys.stdout.write("dlrack-health-check: accepted %d GPU(s) in %s\n" % (len(doc["gpus"]), conf["state_file"]))
         return 0
     started = time.time()
-    verdict = judge(conf)
-    line = None
-    rc = 1 if verdict["rules"] else 0
+    verdict = judge_safely(conf)
+    enforced, shadowed = _modes(conf, verdict["rules"])
+    rc, line = (RC_UNHEALTHY if enforced else RC_HEALTHY), None
     if conf["act"] and "dry-run" not in flags:
         try:
-            line = act(conf, verdict)
+            done = act(conf, verdict)
+            rc, line = done["rc"], done["line"]
+            verdict["notes"].extend(done["notes"])
+            verdict["events"] = [e["event"] for e in done["events"]]
+            verdict["fleet"] = done["fleet"]
         except SlurmError as exc:
             line = "scontrol: %s" % exc
-            rc = 3
-    verdict["action"] = line
-    verdict["duration_s"] = round(time.time() - started, 4)
+            rc = RC_SCONTROL
+    verdict.update(action=line, enforced=enforced, shadowed=shadowed, rc=rc, duration_s=round(time.time() - started, 4))
     if "json" in flags:
         sys.stdout.write(json.dumps(verdict, sort_keys=True) + "\n")
     else:
-        head = ("FAIL " + ",".join(verdict["rules"])) if verdict["rules"] else "PASS"
+        head = ("FAIL " + ",".join(enforced)) if enforced else "PASS"
+        if shadowed:
+            head += " (would drain, shadow mode: %s)" % ",".join(shadowed)
         sys.stdout.write("dlrack-health-check: %s%s\n" % (head, ("; " + line) if line else ""))
         for note in verdict["notes"]:
             sys.stdout.write("  %s\n" % note)

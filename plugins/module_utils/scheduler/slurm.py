@@ -255,7 +255,8 @@ def parse_show_node(text):
             reason = None
         nodes[name] = {"name": name, "state": f.get("State", ""), "base": base, "flags": list(flags),
                        "drained": any(x in DRAIN_FLAGS for x in flags) or base in DRAIN_FLAGS,
-                       "reason": reason, "reason_by": f.get("reason_by"), "reason_at": f.get("reason_at")}
+                       "reason": reason, "reason_by": f.get("reason_by"), "reason_at": f.get("reason_at"),
+                       "partitions": [p for p in (f.get("Partitions") or "").split(",") if p and p != "(null)"]}
     return nodes
 
 
@@ -359,6 +360,14 @@ class Scontrol(object):
                                  % failure(res, "scontrol show node"))
             nodes.update(got)
         return nodes
+
+    def show_all(self):
+        """{name: node} of every node Slurm knows: ONE ``scontrol show node -o`` call (bounded in
+        time and output like every call). Raises SlurmError when scontrol gives no usable answer."""
+        res = self._run([self.path, "show", "node", "-o"])
+        if res[0] != 0:
+            raise SlurmError("%s; is slurmctld reachable from this host (scontrol ping)?" % failure(res, "scontrol show node"))
+        return parse_show_node(res[1])
 
     def update(self, names, state, reason=None):
         """One ``scontrol update`` per ``batch`` names; returns the failure sentences (scontrol

@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+"""The fleet cap of the node program (plugins/module_utils/scheduler/node_guard.py, used by
+programs/health_check.py; issue 28.3/.5/.7) on a cluster made of the real `scontrol show node -o`
+line of Slurm 22.05.8 (tests/data/slurm/show-node-draining.txt, slurm01 idle) renamed n01..n10, all
+in partition gpu, behind the stand-in slurmctld (tests/slurmfake.py). Two nodes deciding at once
+run in two threads that both count before either drains. molecule/scheduler does the same with
+several real slurmd under one slurmctld."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import threading
+
+import pytest
+
+from ansible_collections.dlrack.node.plugins.module_utils.programs import health_check as hc
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler import node_guard as guard
+from ansible_collections.dlrack.node.plugins.module_utils.scheduler import slurm
+from slurmfake import FakeSlurmctld
+from testpaths import DATA
+
+T0 = 1796400000   # 2026-12-04T16:00:00Z
+ANSIBLE = "dlrack: acceptance.gpu_h2d 20261201T164800Z-77aa88bb99cc"
+
+
+def _cluster(n=10):
+    with open(os.path.join(DATA, "slurm", "show-node-draining.txt")) as f:
+        line = f.read().splitlines()[0].replace("+NOT_RESPONDING", "")
+    text = "".join(line.replace("slurm01", "n%02d" % i) + "\n" for i in range(1, n + 1))
+    fake = FakeSlurmctld(text)
+    fake.ticks = 0
+    return fake
+
+
+def _conf(tmp_path, node, **kw):
+    conf = dict(hc.DEFAULTS, node=node, root=str(tmp_path / "empty"), state_file=str(tmp_path / "none.json"),
+                textfile=str(tmp_path / "none.prom"), history_file=str(tmp_path / "{node}.json"),
+                audit_log=str(tmp_path / "{node}.jsonl"), metrics_textfile=str(tmp_path / "{node}.prom"),
+                fail_runs=1, pass_runs=1, return_copy=False)
+    conf.update(kw)
+    return hc.settle_config(conf)
+
+
+def _act(conf, fake, rules, **kw):
+    return hc.act(conf, {"rules": list(rules), "notes": ["evidence"], "unknown": []}, scontrol=slurm.Scontrol(runner=fake), **kw)
+
+
+def _held(fake):
+    return sorted(n for n, node in slurm.parse_show_node("\n".join(fake.lines.values())).items()
+                  if node["drained"] and slurm.is_ours(node["reason"]))
+
+
+def test_cap_limit():
+    assert guard.cap_limit(10, 5, 10) == 1 and guard.cap_limit(100, 5, 10) == 5 and guard.cap_limit(3, 5, 10) == 1
+    assert guard.cap_limit(10, 5, 30) == 3
+
+
+def test_a_bad_rule_on_every_node_drains_at_most_the_cap(tmp_path, monkeypatch):
+    """Every node fails the same (bad) rule; the cap is 3 of 10 (30 %): three drain, seven say
+    why not (output, exit status 4, audit line, metric); an Ansible run's drain counts, a person's
+    does not. Fixed: the drained ones resume and the cap re-arms by itself."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+    fake(["scontrol", "update", "NodeName=n10", "State=DRAIN", "Reason=dlrack: rma pending"])
+    fake(["scontrol", "update", "NodeName=n09", "State=DRAIN", "Reason=" + ANSIBLE])
+    outs = {}
+    for i in range(1, 9):
+        conf = _conf(tmp_path, "n%02d" % i, cap_max_nodes=5, cap_max_percent=30)
+        outs[conf["node"]] = _act(conf, fake, ["storage.hot_tier_mounted"], now=T0)
+    assert _held(fake) == ["n01", "n02", "n09"]
+    refused = sorted(n for n, o in outs.items() if o["rc"] == hc.RC_CAP)
+    assert refused == ["n03", "n04", "n05", "n06", "n07", "n08"]
+    assert "at the cap of 3: not drained" in outs["n03"]["line"] and outs["n03"]["fleet"]["held"] == 3
+    with open(str(tmp_path / "n05.jsonl")) as f:
+        rec = [json.loads(line) for line in f]
+    assert [r["event"] for r in rec] == ["refused_cap"] and rec[0]["rules"] == ["storage.hot_tier_mounted"]
+    with open(str(tmp_path / "n05.prom")) as f:
+        prom = f.read()
+    assert 'dlrack_health_check_events_total{event="refused_cap"} 1' in prom and "dlrack_health_check_refused_cap 1" in prom
+    # one bounded call counts the fleet: show (own), show (all)
+    assert fake.calls[-2:] == [["scontrol", "show", "node", "-o", "n08"], ["scontrol", "show", "node", "-o"]]
+    # beyond the cap a passing node is still resumed; the cap re-arms by itself and n03 drains
+    assert "resumed" in _act(_conf(tmp_path, "n01"), fake, [], now=T0 + 60)["line"]
+    assert "drained" in _act(_conf(tmp_path, "n03", cap_max_nodes=5, cap_max_percent=30), fake, ["gpu.present"], now=T0 + 90)["line"]
+    assert _held(fake) == ["n02", "n03", "n09"]
+    # the person's drain was never touched
+    assert slurm.parse_show_node(fake.lines["n10"])["n10"]["reason"] == "dlrack: rma pending"
+
+
+class _Racing(object):
+    """The stand-in slurmctld behind a lock, with a barrier after each node's fleet count: both
+    nodes count (each sees one slot left), then both drain, then both count again."""
+
+    def __init__(self, fake, parties):
+        self.fake, self.lock = fake, threading.Lock()
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def __call__(self, argv):
+        with self.lock:
+            res = self.fake(argv)
+        if argv[1:] == ["show", "node", "-o"]:
+            self.barrier.wait()
+        return res
+
+
+@pytest.mark.parametrize("racers", [2, 4])
+def test_nodes_racing_for_the_last_slot_never_exceed_the_cap(tmp_path, monkeypatch, racers):
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+    fake(["scontrol", "update", "NodeName=n09", "State=DRAIN", "Reason=" + ANSIBLE])   # one slot of 2 left
+    racing = _Racing(fake, racers)
+    outs = {}
+
+    def run(name):
+        conf = _conf(tmp_path, name, cap_max_nodes=2, cap_max_percent=100)
+        outs[name] = hc.act(conf, {"rules": ["gpu.present"], "notes": [], "unknown": []},
+                            scontrol=slurm.Scontrol(runner=racing), now=T0)
+    threads = [threading.Thread(target=run, args=("n%02d" % i,)) for i in range(1, racers + 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    held = _held(fake)
+    assert len(held) == 2 and "n09" in held, held
+    kept = [n for n, o in outs.items() if o["rc"] == hc.RC_UNHEALTHY]
+    gave = [n for n, o in outs.items() if o["rc"] == hc.RC_CAP]
+    assert len(kept) == 1 and len(gave) == racers - 1
+    # the oldest drain (slurmctld's stamp) keeps the slot, every newer one was given back
+    first = [c[2][len("NodeName="):] for c in fake.calls if c[1] == "update" and c[3] == "State=DRAIN"][1]
+    assert kept == [first] and all("given back" in outs[n]["line"] for n in gave)
+    with open(str(tmp_path / ("%s.jsonl" % gave[0]))) as f:
+        assert [json.loads(line)["event"] for line in f] == ["drain", "gave_back"]
+
+
+def test_history_is_root_only_and_survives_garbage(tmp_path):
+    path = str(tmp_path / "h.json")
+    doc, note = guard.load_history(path)
+    assert note is None and doc["fail_streak"] == 0
+    guard.save_history(path, doc)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    with open(path, "w") as f:
+        f.write("{not json")
+    doc, note = guard.load_history(path)
+    assert doc["drains"] == [] and "unreadable" in note
+
+
+def test_guard_settings_are_checked(tmp_path):
+    for key, bad in (("fail_runs", 0), ("cap_max_percent", 0), ("cap_max_percent", 150), ("partitions", "gpu"), ("pass_runs", True)):
+        with pytest.raises(hc.ConfigError, match=key):
+            _conf(tmp_path, "n01", **{key: bad})
+
+
+def test_audit_log_is_bounded(tmp_path):
+    conf = _conf(tmp_path, "n01", audit_max_bytes=2000)
+    for i in range(100):
+        assert guard.audit(conf, {"event": "drain", "i": i}, T0) is None
+    assert os.path.getsize(conf["audit_log"]) <= 2000 and os.path.getsize(conf["audit_log"] + ".1") <= 2000
+    with open(conf["audit_log"]) as f:
+        assert json.loads(f.read().splitlines()[-1])["i"] == 99
