@@ -47,7 +47,8 @@ LIMITS = {
     "family": (0, 1 << 16), "model_id": (0, 1 << 16), "stepping": (0, 1 << 16),
 }
 NUM_LIMITS = {"model_params_b": (0, 1e6), "dataset_gb": (0, 1e9), "uptime_s": (0, 1e11),
-              "samples_per_s_per_gpu": (0, 1e8), "sample_kb": (0, 1e8)}
+              "samples_per_s_per_gpu": (0, 1e8), "sample_kb": (0, 1e8),
+              "rate_gbps": (0, 1e5), "watts": (0, 1e6)}
 
 
 def _int(name):
@@ -155,6 +156,13 @@ _DISK_FIELDS = {
     "by_id_all": "data",
     "probe": "data",
 }
+# issue 33: the node's software and firmware stack (module_utils/hw/versions.py); a declaration may
+# carry it too (what the rack is to run), and dlrack_versions pins it (plugin_utils/versions.py)
+VERSION_KEYS = ("kernel", "gpu_driver", "cuda_driver", "cuda_runtime", "rocm", "nccl", "rccl", "fabric_manager",
+                "dcgm", "ofed", "bmc")
+_VERSIONS_FIELDS = dict((k, "str") for k in VERSION_KEYS)
+_VERSIONS_FIELDS.update({"bios": ("dict", {"vendor": "str", "version": "str", "date": "str"}),
+                         "gpus": "data", "nics": "data"})
 _WORKLOAD_FIELDS = {
     "kind": ("enum", ("full_finetune", "lora", "inference", "pretrain")),
     "model_params_b": _num("model_params_b"),
@@ -163,6 +171,29 @@ _WORKLOAD_FIELDS = {
     "sample_kb": _num("sample_kb"),                           # acceptance: size of one sample file
 }
 WORKLOAD_SPEC = ("dict", _WORKLOAD_FIELDS)
+# issue 32: the platform around the GPUs (module_utils/hw/pcie_tree.py, fabric.py, power.py)
+_LINK_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen")}
+_PCIE_DEVICE_FIELDS = {
+    "bdf": "str", "parent": "str", "host_bridge": "str",
+    "kind": ("enum", ("gpu", "nic", "nvme", "storage", "bridge")),
+    "port": ("enum", ("root", "upstream", "downstream", "endpoint", "pci_bridge")),
+    "class": "str", "vendor": "str", "device": "str", "name": "str", "numa_node": _int("gpu_numa_node"),
+    "link": ("dict", _LINK_FIELDS), "acs": "data", "acs_readable": "bool", "bars": "data", "rebar": "data",
+    "iommu_group": "str", "driver": "str", "rdma": "data", "config_bytes": "data", "port_inferred": "bool",
+    "link_gbs": "data",
+}
+_IOMMU_FIELDS = {"mode": ("enum", ("off", "passthrough", "translated", "unknown")), "groups": "data",
+                 "units": "data", "cmdline": "data", "group_types": "data"}
+_PCIE_TREE_FIELDS = {"source": ("enum", ("sysfs", "lspci", "declared")),
+                     "devices": ("list", _PCIE_DEVICE_FIELDS, 1024), "iommu": ("dict", _IOMMU_FIELDS),
+                     "truncated": "bool"}
+_IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phys_state": "str",
+                   "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "data",
+                   "pci_bus_id": "str", "counters": "data", "counter_rates": "data", "interval_s": "data"}
+_FABRIC_FIELDS = {"rail_optimized": "bool", "ports": ("list", _IB_PORT_FIELDS, 256)}
+_PSU_FIELDS = {"name": "str", "capacity_w": _num("watts"), "status": "str", "present": "bool"}
+_POWER_FIELDS = {"psus": ("list", _PSU_FIELDS, 64), "redundant": "bool", "source": "str",
+                 "gpus": "data", "cpu_tdp_w": _num("watts")}
 TOP_FIELDS = {
     "schema": _int("schema"),
     "source": ("enum", ("gathered", "declared")),
@@ -170,18 +201,15 @@ TOP_FIELDS = {
     "memory": ("dict", _MEMORY_FIELDS),
     "gpus": ("list", _GPU_FIELDS, MAX_GPUS),
     "disks": ("list", _DISK_FIELDS, MAX_DISKS),
-# issue 33: the node's software and firmware stack (module_utils/hw/versions.py); a declaration may
-# carry it too (what the rack is to run), and dlrack_versions pins it (plugin_utils/versions.py)
-VERSION_KEYS = ("kernel", "gpu_driver", "cuda_driver", "cuda_runtime", "rocm", "nccl", "rccl", "fabric_manager",
-                "dcgm", "ofed", "bmc")
-_VERSIONS_FIELDS = dict((k, "str") for k in VERSION_KEYS)
-_VERSIONS_FIELDS.update({"bios": ("dict", {"vendor": "str", "version": "str", "date": "str"}),
-                         "gpus": "data", "nics": "data"})
     "workload": WORKLOAD_SPEC,
+    "pcie": ("dict", _PCIE_TREE_FIELDS),
+    "fabric": ("dict", _FABRIC_FIELDS),
+    "power": ("dict", _POWER_FIELDS),
     "host": "data",
     "uptime_s": _num("uptime_s"),
     "errors": "data",
     "notes": "data",
+    "versions": ("dict", _VERSIONS_FIELDS),
 }
 
 
@@ -223,7 +251,6 @@ class Unresolved(object):
     def __repr__(self):
         return "Unresolved(%r)" % self.error
 
-    "versions": ("dict", _VERSIONS_FIELDS),
 
 def is_undefined(value):
     """An Unresolved marker or a Jinja2/Ansible undefined value (whose comparisons and truth test raise)."""

@@ -32,6 +32,7 @@ import math
 import marshal
 
 from ansible_collections.dlrack.node.plugins.plugin_utils import catalogue, fastpath, gpu_packages
+from ansible_collections.dlrack.node.plugins.plugin_utils import platform
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.storage import blockdev
 from ansible_collections.dlrack.node.plugins.module_utils.ecc.policy import assess_ecc
@@ -99,6 +100,10 @@ THRESHOLDS = {
     "numa_memory_balance_pct": (95.0, 0, 100, False),
     # Disks smaller than this are not data disks (a 300 MB squashfs with the driver, a seed image).
     "data_disk_min_gb": (8, 0, 1e6, False),
+    # Downstream lanes per uplink lane of a PCIe switch on a GPU/NIC/NVMe path (issue 32). 2:1 is the
+    # common PCIe-switch 8-GPU layout (two x16 GPUs per x16 uplink; their P2P stays in the switch);
+    # beyond it host-to-device copies of the devices below get less than half an x16 each.
+    "pcie_switch_oversubscription_max": (2.0, 1, 64, False),
 }
 # Bytes per parameter for the memory estimate. Full fine-tuning / pre-training with Adam in
 # mixed precision: fp16/bf16 weights (2) + gradients (2) + fp32 master weights (4) + Adam m
@@ -904,11 +909,6 @@ def _check_interconnect(ctx):
                    % len(gpus), gpu_seam.wording(gpus, "link_remedy"))
 
 
-@rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning",
-      doc="GPU ECC enabled where the card supports it")
-def _check_gpu_ecc(ctx):
-    gpus = ctx.hw["gpus"] or []
-    off = ["GPU%s" % g.get("index") for g in gpus
 def _node_versions(ctx):
     """The node's dlrack_hw.versions (issue 33), or None: a document without it (declared hosts,
     older facts) gets no outcome of the version rules at all, as before they existed."""
@@ -969,6 +969,11 @@ def _check_fabric_manager(ctx):
         ctx.report("pass", fm, driver, "Fabric Manager %s equals the GPU driver" % fm)
 
 
+@rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning",
+      doc="GPU ECC enabled where the card supports it")
+def _check_gpu_ecc(ctx):
+    gpus = ctx.hw["gpus"] or []
+    off = ["GPU%s" % g.get("index") for g in gpus
            if g.get("ecc_enabled") is False and (g.get("_spec") or {}).get("ecc") is not False]
     if not gpus:
         ctx.skip("no GPUs")
@@ -980,6 +985,68 @@ def _check_fabric_manager(ctx):
         ctx.skip(gpu_seam.wording(gpus, "ecc_unknown"))
     else:
         ctx.report("pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
+
+
+# The platform around the GPUs, hop by hop (issue 32): the checks live in plugin_utils/platform.py.
+
+@rule("pcie.path_link", "every hop of each GPU/NIC/NVMe path at the lower of its two ends' limits", "error",
+      doc="each GPU, NIC and NVMe judged at every hop up to its root port (dlrack_hw.pcie): a link narrower or slower "
+          "than the lower of its two ends' capabilities, or an x16 device behind a narrower switch uplink, fails (a Gen4 "
+          "NIC in a Gen5 port is not downgraded; an idle GPU's own 2.5 GT/s is not a fault); a VM's flat tree = warning "
+          "\"cannot verify\"", shadow=True)
+def _check_pcie_path(ctx):
+    platform.check_path_link(ctx)
+
+
+@rule("pcie.acs_p2p", "no ACS redirect on GPU-GPU and GPU-NIC peer paths", "error",
+      doc="ACS request/completion redirect or egress control on a switch port of a GPU-GPU or GPU-NIC path (PIX/PXB) "
+          "fails, naming the pair and the port; ports elsewhere are not judged; unreadable config space = warning",
+      shadow=True)
+def _check_pcie_acs(ctx):
+    platform.check_acs(ctx)
+
+
+@rule("pcie.switch_oversubscription", "PCIe switches within the downstream-to-uplink lane ratio", "warning",
+      doc="per PCIe switch on a device path: downstream lanes / uplink lanes <= {pcie_switch_oversubscription_max} "
+          "(`pcie_switch_oversubscription_max`)", shadow=True)
+def _check_pcie_switches(ctx):
+    platform.check_switches(ctx)
+
+
+@rule("pcie.lane_budget", "root-port lanes of GPUs, NICs and NVMe within each socket's CPU lanes", "error",
+      doc="the lanes of the root ports that feed GPUs, NICs and NVMe, per socket (NUMA node), within the CPU's lanes "
+          "per socket (catalogue or declared `cpu.pcie_lanes`); unknown lanes = warning", shadow=True)
+def _check_pcie_lanes(ctx):
+    platform.check_lane_budget(ctx)
+
+
+@rule("pcie.bar1", "each GPU's BAR1 covers its memory", "error",
+      doc="each GPU's BAR1 (its largest memory BAR, from sysfs `resource` or lspci) >= its memory (Above 4G Decoding "
+          "and Resizable BAR); unknown = warning", shadow=True)
+def _check_pcie_bar1(ctx):
+    platform.check_bar1(ctx)
+
+
+@rule("pcie.iommu", "IOMMU off or in passthrough for GPUDirect", "warning",
+      doc="IOMMU mode from /sys/kernel/iommu_groups, /sys/class/iommu and the kernel command line: off or passthrough "
+          "pass, translated fails (GPUDirect RDMA/P2P need ATS or go through the root complex), unknown = warning",
+      shadow=True)
+def _check_pcie_iommu(ctx):
+    platform.check_iommu(ctx)
+
+
+@rule("fabric.nic_affinity", "each GPU has an RDMA NIC on its own socket", "warning",
+      doc="each GPU's nearest RDMA NIC by the `nvidia-smi topo -m` legend (PIX, PXB, PHB, NODE, SYS) computed from "
+          "the PCIe tree; SYS (only across the socket interconnect) fails", shadow=True)
+def _check_fabric_affinity(ctx):
+    platform.check_nic_affinity(ctx)
+
+
+@rule("fabric.rail_alignment", "one RDMA NIC per GPU at PXB or closer on rail-optimized nodes", "error",
+      doc="on a node declared `fabric.rail_optimized: true`: every GPU has its own RDMA NIC at PXB or closer",
+      shadow=True)
+def _check_fabric_rails(ctx):
+    platform.check_rail_alignment(ctx)
 
 
 def _norm_model(name, kind):

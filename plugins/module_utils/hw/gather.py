@@ -51,6 +51,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmid
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_seam
 from ansible_collections.dlrack.node.plugins.module_utils.hw import versions as hw_versions
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as gpu_pci
+from ansible_collections.dlrack.node.plugins.module_utils.hw import pcie_tree
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 try:
@@ -362,9 +363,9 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         want = set(SUBSETS)
     base_run = run_command or default_run_command
 
-    def run(argv):
     ran = {}   # a command run twice (nvidia-smi -q -x: the GPUs and their versions) runs once
 
+    def run(argv):
         key = tuple(argv)
         if key in ran:
             return ran[key]
@@ -403,6 +404,8 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         tools = gpu_seam.find_tools({"nvidia": nvidia_smi, "amd": amd_smi},
                                     lambda option, name: _tool(option, name, root, True))
         doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, tools, errors))
+        # issue 32: the PCIe tree around the GPUs (hw/pcie_tree.py), one read-only sysfs pass
+        doc["pcie"] = section("pcie", lambda: pcie_tree.read_sysfs(root, errors))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)
         doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))
@@ -410,14 +413,14 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         res = section("host", lambda: _gather_host(root, cpuinfo))
         if res:
             doc["host"], doc["uptime_s"] = res
-    doc["errors"] = _bounded(errors)
-    return doc
-
         # the software and firmware stack (issue 33: hw/versions.py), read with the host
         ver_tools = gpu_seam.find_tools({"nvidia": nvidia_smi, "amd": amd_smi},
                                         lambda option, name: _tool(option, name, root, True))
         doc["versions"] = section("versions", lambda: hw_versions.gather_versions(
             rd, run, ver_tools, lambda name: find_tool(name, root), doc["gpus"], is_root, errors))
+    doc["errors"] = _bounded(errors)
+    return doc
+
 
 MAX_ERRORS = 50
 
