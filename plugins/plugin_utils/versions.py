@@ -147,13 +147,17 @@ def compare(results, pins=None):
     {host: sentence}. Hosts without versions are left out."""
     pins = pins or {}
     classes = {}
+    seen = {}   # hosts that share an evaluation share its document: read each document once
     for host in sorted(results, key=str):
         res = results[host]
         hw = res.get("hw") if isinstance(res, dict) else None
-        values = components(hw.get("versions")) if isinstance(hw, dict) else None
-        if values is None:
+        if not isinstance(hw, dict):
             continue
-        classes.setdefault(hw_class(hw), []).append((host, values))
+        known = seen.get(id(hw))
+        if known is None or known[0] is not hw:
+            known = seen[id(hw)] = (hw, components(hw.get("versions")), hw_class(hw))
+        if known[1] is not None:
+            classes.setdefault(known[2], []).append((host, known[1]))
     matrix, outliers, pin_errors = [], {}, {}
     for label in sorted(classes):
         members = classes[label]
@@ -218,16 +222,17 @@ _BASIS = {"pin": "pinned by dlrack_versions", "qualified": "no qualified combina
           "majority": "the class majority", "split": "the class is split, no majority"}
 
 
-def finding(host, label, size, gaps):
-    """The shadow finding of one outlier host."""
+def finding(label, size, gaps):
+    """The shadow finding of an outlier host. It does not name the host (the report names it), so
+    that every outlier with the same differences shares one finding: the reports then share their
+    rendering (report.share_key), as they do for hosts that share an evaluation."""
     parts = ["%s %s (%s: %s)" % (LABELS[c], o, _BASIS[b], e) for c, o, e, b in gaps]
     return {"rule": RULE, "severity": "warning", "shadow": "error",
             "observed": "; ".join("%s %s" % (LABELS[c], o) for c, o, dummy, dummy2 in gaps),
             "required": "; ".join("%s %s" % (LABELS[c], e) for c, dummy, e, dummy2 in gaps),
-            "message": "[shadow] host %s differs from its hardware class %s (%d hosts): %s"
-                       % (host, label, size, "; ".join(parts)),
-            "remedy": "install the class's versions on %s (the same driver, Fabric Manager, firmware and libraries as "
-                      "the other %s hosts), or pin the qualified ones with dlrack_versions" % (host, label)}
+            "message": "[shadow] this host differs from its hardware class %s (%d hosts): %s" % (label, size, "; ".join(parts)),
+            "remedy": "install the class's versions on this host (the same driver, Fabric Manager, firmware and libraries "
+                      "as the other %s hosts), or pin the qualified ones with dlrack_versions" % label}
 
 
 def apply(results, pins=None):
@@ -239,6 +244,7 @@ def apply(results, pins=None):
     if not matrix:
         return matrix
     sizes = dict((c["class"], c["hosts"]) for c in matrix)
+    shared = {}
     for host, res in results.items():
         hw = res.get("hw") if isinstance(res, dict) else None
         if not isinstance(hw, dict) or not isinstance(hw.get("versions"), dict):
@@ -246,7 +252,10 @@ def apply(results, pins=None):
         found = []
         if host in outliers:
             label, gaps = outliers[host]
-            found.append(finding(host, label, sizes[label], gaps))
+            key = (label, tuple(gaps))
+            if key not in shared:
+                shared[key] = finding(label, sizes[label], gaps)
+            found.append(shared[key])
         if host in pin_errors:
             found.append({"rule": RULE, "severity": "warning", "observed": None, "required": None,
                           "message": "not judged against its pin: %s" % pin_errors[host],
