@@ -10,7 +10,7 @@ from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.dlrack.node.plugins.plugin_utils import controller_heap
+from ansible_collections.dlrack.node.plugins.plugin_utils import controller_heap, known_vars
 from ansible_collections.dlrack.node.plugins.plugin_utils.inventory_check import inventory_problems, inventory_warnings
 
 # The entry points' first step: freeze the controller's heap here as preflight_report does when it
@@ -34,6 +34,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("; ".join(found))
         result.update(changed=False, msg="inventory: every source parsed")
         warnings = inventory_warnings(manager)   # host names Ansible's own output would print raw
+        # variables with the collection's prefixes that nothing reads: misspellings (plugin_utils/known_vars.py)
+        variables = getattr(self._task, "_variable_manager", None)
+        names = known_vars.inventory_variable_names(manager, getattr(variables, "extra_vars", None), self._loader)
+        warnings = list(warnings or []) + known_vars.warnings_for(known_vars.unknown_variables(names))
         if warnings:
             result["warnings"] = warnings
         return result

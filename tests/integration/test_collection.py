@@ -239,3 +239,31 @@ def test_installed_declare_writes_a_relative_dir_where_the_command_runs(installe
     proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
                  "-e", "dlrack_declare_dir=decl/rack-7"], cwd=work, env=installed["env"])
     assert "node-1: kept the existing %s (-e dlrack_declare_overwrite=true replaces it)" % wrote in proc.stdout + proc.stderr
+
+
+def test_installed_preflight_names_misspelled_variables_once(installed):
+    """dlrack_failon on the command line, dlrack_profle in group_vars, acceptance_hot_pth: each is
+    named once, with the name that was meant; a correct run warns about nothing (issue 30.6)."""
+    inv = os.path.join(installed["user"], "typo-inventory")
+    os.makedirs(os.path.join(inv, "group_vars"))
+    with open(os.path.join(installed["coll"], "inventories", "example", "group_vars", "rack_a.yml")) as fh:
+        hw = fh.read()
+    with open(os.path.join(inv, "group_vars", "all.yml"), "w") as fh:
+        fh.write(hw + "dlrack_profle: inference\n")
+    with open(os.path.join(inv, "hosts.yml"), "w") as fh:
+        fh.write("all:\n  hosts:\n    gpu-a01:\n    gpu-a02:\n")
+    argv = ["ansible-playbook", "dlrack.node.preflight", "-i", inv, "-e", "dlrack_report_dir=typo-reports"]
+    proc = _run(argv + ["-e", "dlrack_failon=never", "-e", "acceptance_hot_pth=/mnt/x"], cwd=installed["user"], env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    text = " ".join(out.split())
+    for typo, meant in (("dlrack_failon", "dlrack_fail_on"), ("dlrack_profle", "dlrack_profile"),
+                        ("acceptance_hot_pth", "acceptance_hot_path")):
+        warning = "dlrack.node: the variable %s is set (extra vars or the inventory) but no role or playbook of dlrack.node reads it" % typo
+        assert text.count(warning) == 1, out[-4000:]
+        assert warning + ", so it changes nothing; did you mean %s?" % meant in text
+    # the inventory fixed, and the extra vars spelled right: not a word
+    with open(os.path.join(inv, "group_vars", "all.yml"), "w") as fh:
+        fh.write(hw + "dlrack_profile: inference\n")
+    proc = _run(argv + ["-e", "dlrack_fail_on=never", "-e", "acceptance_hot_path=/mnt/x"], cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0 and "[WARNING]" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
