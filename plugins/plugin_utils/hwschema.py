@@ -94,8 +94,8 @@ _MEMORY_FIELDS = {
 }
 _PCIE_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen"),
                 "gen_host_max": _int("gen"), "speed": "data", "speed_max": "data"}
-GPU_VENDORS = ("nvidia", "amd", "hygon")
-_INTERCONNECT_FIELDS = {"kind": ("enum", ("nvlink", "xgmi")), "links_active": _int("nvlink"), "hive_id": "data"}
+GPU_VENDORS = ("nvidia", "amd", "hygon", "ascend")
+_INTERCONNECT_FIELDS = {"kind": ("enum", ("nvlink", "xgmi", "hccs")), "links_active": _int("nvlink"), "hive_id": "data"}
 _GPU_FIELDS = {
     "index": _int("gpu_index"),
     "smi_index": _int("gpu_index"),
@@ -133,6 +133,20 @@ _GPU_FIELDS = {
     "render_node": "data",
     "kfd_node": "data",
     "package": "data",
+    # issue 31: the board's FRU name (the model comes from the PCI device id), GCDs per package
+    # (MI250X: 2), an MI300 package's KFD partitions, the memory of one, its memory partition mode
+    "board": "data",
+    "gcds_per_package": "data",
+    "kfd_partitions": "data",
+    "partition_memory_mb": _int("gpu_memory_mb"),
+    "memory_partition": "data",
+    # issue 31: Huawei Ascend NPUs (hw/gpu/ascend.py): npu-smi's NPU id, chip id and physical
+    # (logical device) id, the chips one NPU card carries, npu-smi's health word
+    "npu_id": "data",
+    "chip_id": "data",
+    "phy_id": "data",
+    "chips_per_npu": "data",
+    "health": "data",
 }
 _IN_USE_FIELDS = {"mounted": "strlist", "holders": "strlist", "partitions": "strlist", "signatures": "strlist",
                   "system": "bool"}

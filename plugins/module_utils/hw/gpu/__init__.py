@@ -31,6 +31,7 @@ import os
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd, nvidia
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import VisibleDevicesError  # noqa: F401 (re-exported)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import clean_text
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
 VENDORS = (nvidia, amd)
@@ -133,14 +134,14 @@ def gres_file(gpu, template):
 def _classify(rd, name, d):
     """(vendor module, display-only?) of a PCI device, or (None, False)."""
     before = len(rd.errors)
-    vendor = (rd.text(os.path.join(d, "vendor")) or "").lower()
-    cls = (rd.text(os.path.join(d, "class")) or "").lower()
+    vendor = (clean_text(rd, os.path.join(d, "vendor")) or "").lower()
+    cls = (clean_text(rd, os.path.join(d, "class")) or "").lower()
     if len(rd.errors) > before:
         rd.errors.append("PCI device %s: vendor/class unreadable, so a GPU there cannot be "
                          "recognised; run hw_facts with become: true" % name)
         return None, False
     mod = BY_PCI_ID.get(vendor)
-    if mod is None:
+    if mod is None or mod.not_an_accelerator(rd, d):
         return None, False
     if cls.startswith(mod.GPU_CLASSES):
         return mod, False
@@ -168,7 +169,7 @@ def gather_gpus(rd, run, tools, errors, vendors=None):
             bus = normalize_pci_bus_id(name)
         except ParseError:
             continue
-        vendor_id = (rd.text(os.path.join(d, "vendor")) or "").lower()
+        vendor_id = (clean_text(rd, os.path.join(d, "vendor")) or "").lower()
         try:
             g = mod.sysfs_gpu(rd, d, bus, vendor_id)
         except Exception as exc:  # one odd GPU directory keeps its place, with nulls

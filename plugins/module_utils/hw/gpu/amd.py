@@ -39,8 +39,9 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd_ids
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import (
-    VisibleDevicesError, pci_ids_names, read_common, visible_tokens)
+    VisibleDevicesError, clean_text, pci_ids_names, read_common, visible_tokens)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, na
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import amd_smi
 from ansible_collections.dlrack.node.plugins.module_utils.system.command import failure as command_failure
@@ -134,15 +135,32 @@ def blank_gpu(bus, vendor_id="0x1002"):
             "compute_partition": None, "partitions": None}
 
 
+def not_an_accelerator(rd, d):
+    """An AMD APU's integrated GPU (amd_ids.APUS, by PCI device id) is never counted as a GPU,
+    with or without other GPUs on the node."""
+    return (clean_text(rd, os.path.join(d, "device")) or "").lower() in amd_ids.APUS
+
+
+# PCIe link speed (GT/s) -> generation (PCI Express Base Specification: 2.5, 5, 8, 16, 32, 64 GT/s)
+PCIE_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def pcie_gen(speed_gts):
+    """The PCIe generation of a link speed in GT/s (amd-smi prints the speed only), or None."""
+    if not isinstance(speed_gts, (int, float)):
+        return None
+    return PCIE_GEN_BY_SPEED.get(float(speed_gts))
+
+
 def _partitions(rd, d, g):
     """The compute partition mode and the logical devices this package shows as (see the module
     docstring); a GPU without the attribute (MI100/MI200) keeps both None: one device."""
-    mode = (rd.text(os.path.join(d, "current_compute_partition"), limit=64) or "").strip().lower()
+    mode = (clean_text(rd, os.path.join(d, "current_compute_partition"), limit=64) or "").lower()
     if mode not in PARTITION_MODES:
         return
     g["compute_partition"] = mode
     count = PARTITION_MODES[mode]
-    iso = (rd.text(os.path.join(d, "enforce_isolation"), limit=256) or "").split()
+    iso = (clean_text(rd, os.path.join(d, "enforce_isolation"), limit=256) or "").split()
     if iso and len(iso) <= MAX_PARTITIONS and all(v in ("0", "1") for v in iso):
         if count is None or count == len(iso):
             count = len(iso)
@@ -209,18 +227,32 @@ def _ras(rd, d, g):
 
 
 def _fru(rd, d, name):
-    return na(rd.text(os.path.join(d, name), limit=256))
+    return na(clean_text(rd, os.path.join(d, name), limit=256))
+
+
+def _name_model(name, vendor):
+    """A board's or tool's name as the model, where no device id says it: kept when it names a
+    product ('AMD Instinct MI210', 'K100_AI'), not a PCI id ('0x1002') or a bare code name
+    ('Aldebaran': no digit in it); prefixed with the vendor."""
+    name = na(name)
+    if not name or re.match(r"^(0x)?[0-9a-fA-F]{4}$", name) or not re.search(r"[0-9]", name):
+        return None
+    if re.match(r"^(amd|hygon)\b", name, re.I):
+        return name
+    return "%s %s" % ("Hygon" if vendor == "hygon" else "AMD", name)
 
 
 def sysfs_gpu(rd, d, bus, vendor_id="0x1002"):
     g = read_common(rd, d, blank_gpu(bus, vendor_id))
-    vram = rd.int(os.path.join(d, "mem_info_vram_total"))
-    if vram and vram > 0:
-        g["memory_mb"] = vram // (1 << 20)
-    model = _fru(rd, d, "product_name")
-    if model:
-        g["model"] = model if re.match(r"^(amd|hygon)\b", model, re.I) else "%s %s" % (
-            "Hygon" if g["vendor"] == "hygon" else "AMD", model)
+    vram = clean_text(rd, os.path.join(d, "mem_info_vram_total"), limit=64)
+    if vram and re.match(r"^[0-9]{1,20}$", vram) and int(vram) > 0:
+        g["memory_mb"] = int(vram) // (1 << 20)
+    board = _fru(rd, d, "product_name")
+    g["board"] = board
+    g["model"] = amd_ids.model_of(g["device_id"], board) or (
+        None if g["device_id"] in amd_ids.MODELS else _name_model(board, g["vendor"]))
+    if g["device_id"] in amd_ids.GCDS:
+        g["gcds_per_package"] = amd_ids.GCDS[g["device_id"]]
     g["serial"] = _fru(rd, d, "serial_number")
     uid = _fru(rd, d, "unique_id")                       # "%016llx"
     if uid and re.match(r"^(0x)?[0-9a-fA-F]{1,16}$", uid):
@@ -245,28 +277,71 @@ def _props(text):
     return out
 
 
+def _package_key(domain, location_id):
+    """The physical GPU a KFD node belongs to: (domain, bus << 5 | device). KFD writes the PCI
+    location of the device (bus << 8 | dev << 3 | fn) and, for each compute partition of an MI300
+    package, ORs the partition's number into it (kfd_topology.c ``kfd_topology_add_device``:
+    ``location_id |= node_id``; later kernels ``node_id << 28``), so the partitions of one package
+    differ in the function bits (or above bit 16) only."""
+    if location_id is None:
+        return None
+    return domain or 0, (location_id & 0xFFFF) >> 3
+
+
+def _fb_bytes(rd, node_dir):
+    """Frame-buffer bytes of one KFD node: its mem_banks of heap_type 1/2 (HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+    FB_PRIVATE); None when it lists none."""
+    total = None
+    banks = os.path.join(node_dir, "mem_banks")
+    for bank in rd.listdir(banks)[:64]:
+        bp = _props(rd.text(os.path.join(banks, bank, "properties"), limit=65536))
+        if bp.get("heap_type") in (1, 2) and bp.get("size_in_bytes", 0) > 0:
+            total = (total or 0) + bp["size_in_bytes"]
+    return total
+
+
 def _kfd_links(rd, gpus):
-    """XGMI links per GPU from the KFD topology; the count is 0 for a GPU KFD lists without
-    XGMI links, unknown (None) when KFD has no node for it (no topology, amdgpu not loaded)."""
+    """XGMI peers per physical GPU from the KFD topology: the other packages its nodes have XGMI
+    links to (a package in CPX mode is 8 KFD nodes, each linked to every partition of every other
+    package: 56 links, 7 peers). The count is 0 for a GPU KFD lists without XGMI links, unknown
+    (None) when KFD has no node for it (no topology, amdgpu not loaded). A package with more
+    than one KFD node is partitioned: ``kfd_partitions`` and the memory of its smallest partition
+    (``partition_memory_mb``, from the nodes' mem_banks) come from here."""
     base = rd.path(KFD_TOPOLOGY)
-    by_loc = dict((_location(g["pci_bus_id"]), g) for g in gpus)
+    by_pkg = dict((_package_key(*(_location(g["pci_bus_id"]) or (0, None))), g) for g in gpus)
+    nodes = {}                                       # KFD node id -> (package key, props, dir)
     for name in rd.listdir(base)[:MAX_KFD_NODES]:
         if not name.isdigit():
             continue
         props = _props(rd.text(os.path.join(base, name, "properties"), limit=65536))
         if not props.get("simd_count"):
             continue                                  # a CPU node
-        g = by_loc.get((props.get("domain", 0), props.get("location_id")))
+        nodes[int(name)] = (_package_key(props.get("domain", 0), props.get("location_id")),
+                            props, os.path.join(base, name))
+    members = {}
+    for node_id, (pkg, props, node_dir) in sorted(nodes.items()):
+        members.setdefault(pkg, []).append((node_id, node_dir))
+    for pkg, node_list in members.items():
+        g = by_pkg.get(pkg)
         if g is None:
             continue
         peers = set()
-        for sub in ("io_links", "p2p_links"):
-            ldir = os.path.join(base, name, sub)
-            for link in rd.listdir(ldir)[:MAX_KFD_NODES]:
-                lp = _props(rd.text(os.path.join(ldir, link, "properties"), limit=65536))
-                if lp.get("type") == IOLINK_TYPE_XGMI and lp.get("node_to") is not None:
-                    peers.add(lp["node_to"])
-        g["kfd_node"] = int(name)
+        for node_id, node_dir in node_list:
+            for sub in ("io_links", "p2p_links"):
+                ldir = os.path.join(node_dir, sub)
+                for link in rd.listdir(ldir)[:MAX_KFD_NODES]:
+                    lp = _props(rd.text(os.path.join(ldir, link, "properties"), limit=65536))
+                    if lp.get("type") == IOLINK_TYPE_XGMI and lp.get("node_to") is not None:
+                        target = nodes.get(lp["node_to"])
+                        peer = target[0] if target else ("node", lp["node_to"])
+                        if peer != pkg:
+                            peers.add(peer)
+        g["kfd_node"] = node_list[0][0]
+        if len(node_list) > 1:
+            g["kfd_partitions"] = len(node_list)
+            sizes = [b for b in (_fb_bytes(rd, nd) for dummy, nd in node_list) if b]
+            if sizes:
+                g["partition_memory_mb"] = min(sizes) // (1 << 20)
         if peers:
             ic = g["interconnect"] or {"kind": INTERCONNECT, "hive_id": None}
             ic["links_active"] = len(peers)
@@ -307,25 +382,62 @@ def _run_json(run, argv, errors, parse):
         return None
 
 
+def _tool_model(g, name, raw=None):
+    """Fill the model from a tool's name (``raw``: as printed, ``name``: cleaned) where the device
+    id did not say it (amd_ids)."""
+    if g.get("model") is None:
+        g["model"] = amd_ids.model_of(g.get("device_id"), name, raw, g.get("board")) or (
+            None if g.get("device_id") in amd_ids.MODELS else _name_model(name, g.get("vendor")))
+
+
+def _uid(text):
+    """amdgpu's unique id ("%016llx"; rocm-smi "0x..."; hy-smi without 0x) as a GPU UUID, or None."""
+    if text and re.match(r"^(0x)?[0-9a-fA-F]{1,16}$", text):
+        return "GPU-%016x" % int(text, 16)
+    return None
+
+
+def _match_static(static, gpus):
+    """[(amd-smi entry, GPU entry)]: by bus id; an entry without one (releases whose ``bus``
+    section lacks ``bdf``) by its ASIC serial (amd-smi's ``asic_serial`` is amdgpu's unique_id,
+    the GPU's UUID here) or board serial, else by position when amd-smi lists as many GPUs as
+    sysfs and none with a bus id (amdsmi enumerates in bus-id order, as the entries here are)."""
+    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
+    by_uid = dict((g["uuid"], g) for g in gpus if g.get("uuid"))
+    by_serial = dict((g["serial"], g) for g in gpus if g.get("serial"))
+    positional = len(static) == len(gpus) and not any(s["pci_bus_id"] for s in static)
+    out = []
+    for pos, s in enumerate(static):
+        g = by_bus.get(s["pci_bus_id"]) if s["pci_bus_id"] else (
+            by_uid.get(_uid(s["serial"])) or by_serial.get(s["serial"]))
+        if g is None and positional:
+            g = gpus[pos]
+        if g is not None:
+            out.append((s, g))
+    return out
+
+
 def _apply_amd_smi(gpus, run, path, errors):
     static = _run_json(run, [path, "static", "--json"], errors, amd_smi.parse_amd_smi_static)
     if static is None:
         return False
-    by_bus = dict((g["pci_bus_id"], g) for g in gpus)
     by_index = {}
-    for s in static:
-        g = by_bus.get(s["pci_bus_id"])
-        if g is None:
-            continue
+    for s, g in _match_static(static, gpus):
         by_index[s["index"]] = g
-        for key, value in (("model", s["model"]), ("memory_mb", s["memory_mib"]),
+        _tool_model(g, s["model"])
+        for key, value in (("memory_mb", s["memory_mib"]),
                            ("ecc_enabled", s["ecc_enabled"]), ("serial", s["serial"]),
                            ("numa_node", s["numa_node"])):
             _fill(g, key, value)
         _fill(g["pcie"], "width_max", s["width_max"])
         _fill(g["pcie"], "speed_max", s["speed_max_gts"])
+        _fill(g["pcie"], "gen_max", pcie_gen(g["pcie"]["speed_max"]))
         if s["package"] is not None:
             g["package"] = s["package"]
+        if s["compute_partition"] in PARTITION_MODES:
+            _fill(g, "compute_partition", s["compute_partition"])
+        if s["memory_partition"]:
+            g["memory_partition"] = s["memory_partition"]
     metric = _run_json(run, [path, "metric", "--json"], errors, amd_smi.parse_amd_smi_metric)
     for m in metric or []:
         g = by_index.get(m["index"])
@@ -333,6 +445,7 @@ def _apply_amd_smi(gpus, run, path, errors):
             continue
         _fill(g["pcie"], "width", m["width"])
         _fill(g["pcie"], "speed", m["speed_gts"])
+        _fill(g["pcie"], "gen", pcie_gen(g["pcie"]["speed"]))
         if g["ecc_errors"] is None and any(v is not None for v in m["ecc"].values()):
             g["ecc_errors"] = {"volatile_corrected": m["ecc"]["ce"], "volatile_uncorrected": m["ecc"]["ue"],
                                "volatile_deferred": m["ecc"]["de"], "aggregate_corrected": None,
@@ -347,17 +460,21 @@ def _apply_rocm_smi(gpus, run, path, errors, vendor_prefix):
             "--showserial", "--showtoponuma", "--json"]
     cards = _run_json(run, argv, errors, lambda out: amd_smi.parse_rocm_smi(
         out, vendor_prefix, os.path.basename(path) + " --json"))
+    cards = cards or []
     by_bus = dict((g["pci_bus_id"], g) for g in gpus)
-    for c in cards or []:
-        g = by_bus.get(c["pci_bus_id"])
+    by_uid = dict((g["uuid"], g) for g in gpus if g.get("uuid"))
+    # a card without bus id (hy-smi asked by an older release): the GPU with its unique id; never
+    # by card order (DRM card numbers follow the driver's probe order, not the bus)
+    for c in cards:
+        g = by_bus.get(c["pci_bus_id"]) if c["pci_bus_id"] else by_uid.get(_uid(c["unique_id"]))
         if g is None:
             continue
-        for key, value in (("model", c["model"]), ("memory_mb", c["memory_mib"]), ("serial", c["serial"]),
+        _fill(g, "device_id", c["device_id"])
+        _tool_model(g, c["model"], c["series"])
+        for key, value in (("memory_mb", c["memory_mib"]), ("serial", c["serial"]),
                            ("numa_node", c["numa_node"])):
             _fill(g, key, value)
-        uid = c["unique_id"]
-        if g["uuid"] is None and uid and re.match(r"^0x[0-9a-fA-F]{1,16}$", uid):
-            g["uuid"] = "GPU-%016x" % int(uid, 16)
+        _fill(g, "uuid", _uid(c["unique_id"]))
 
 
 def gather(rd, gpus, run, tools, errors):

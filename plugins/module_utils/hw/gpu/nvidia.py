@@ -117,6 +117,11 @@ def blank_gpu(bus, vendor_id=VENDOR_ID):
             "vendor_id": VENDOR_ID, "device_id": None}
 
 
+def not_an_accelerator(rd, d):
+    """Every NVIDIA display/3D controller is a GPU to gather."""
+    return False
+
+
 def sysfs_gpu(rd, d, bus, vendor_id=VENDOR_ID):
     return read_common(rd, d, blank_gpu(bus))
 

@@ -45,6 +45,15 @@ class SysReader(object):
         return text if text and len(text) < 4096 else None
 
 
+def clean_text(rd, path, limit=READ_LIMIT):
+    """A sysfs value with the NUL bytes some drivers pad it with removed (amdgpu's FRU strings are
+    fixed-size buffers: "AMD Instinct MI210\\0\\0..."), stripped; None when absent or empty."""
+    text = rd.text(path, limit=limit)
+    if text is None:
+        return None
+    return text.replace("\x00", "").strip() or None
+
+
 def read_common(rd, d, g):
     """Fill ``g`` (a vendor's blank entry) from the PCI device directory ``d``."""
     bus = g["pci_bus_id"]
@@ -55,7 +64,7 @@ def read_common(rd, d, g):
     g["numa_node"] = rd.int(os.path.join(d, "numa_node"))
     g["local_cpus"] = rd.cpulist(os.path.join(d, "local_cpulist"), "GPU %s local_cpulist" % bus)
     g["driver"] = readlink_base(os.path.join(d, "driver"))
-    g["device_id"] = (rd.text(os.path.join(d, "device")) or "").lower() or None
+    g["device_id"] = (clean_text(rd, os.path.join(d, "device")) or "").lower() or None
     return g
 
 

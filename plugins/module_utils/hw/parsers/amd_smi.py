@@ -157,6 +157,12 @@ def _bus(value):
         return None
 
 
+# hy-smi (Hygon's rocm-smi) prints some fields of a card without the comma between them:
+# '"HCU use (%)": "0.0" "vram Total Memory (MiB)": "65520"'; a value (string, number, object end)
+# followed by whitespace and the next key's opening quote is given its comma back
+_MISSING_COMMA = re.compile(r'("|[0-9]|\}|\]|true|false|null)(\s+"[^"\n]{1,200}"\s*:)')
+
+
 def _load_json(text, what):
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
@@ -168,7 +174,11 @@ def _load_json(text, what):
     try:
         return json.loads(text[start:])     # amd-smi may print a warning line before the JSON
     except ValueError as exc:
-        raise ParseError("%s: not JSON (%s)" % (what, str(exc)[:120]))
+        repaired = _MISSING_COMMA.sub(r"\1,\2", text[start:])
+        try:
+            return json.loads(repaired)
+        except ValueError:
+            raise ParseError("%s: not JSON (%s)" % (what, str(exc)[:120]))
 
 
 def _gpu_list(doc, what):
@@ -202,6 +212,15 @@ def _ecc_state(ras):
     return ecc, sorted(k for k, v in blocks.items() if v == "ENABLED")
 
 
+def _partition_mode(part, keys):
+    """A partition mode of amd-smi's partition section in lower case ("cpx", "nps4"), or None."""
+    for key in keys:
+        mode = _str(part.get(key))
+        if mode and re.match(r"^[A-Za-z]{2,4}[0-9]?$", mode):
+            return mode.lower()
+    return None
+
+
 def parse_amd_smi_static(text):
     """``amd-smi static --json`` -> [{index, model, pci_bus_id, device_id, serial, package,
     memory_mib, vram_type, width_max, speed_max_gts, numa_node, ecc_enabled, ras_blocks}]."""
@@ -213,6 +232,7 @@ def parse_amd_smi_static(text):
         numa = g.get("numa") if isinstance(g.get("numa"), dict) else {}
         size = next((vram[k] for k in ("size", "vram_size", "vram_size_mb") if k in vram), None)
         ecc, blocks = _ecc_state(g.get("ras"))
+        part = g.get("partition") if isinstance(g.get("partition"), dict) else {}
         out.append({
             "index": _int(g.get("gpu")),
             "model": _str(asic.get("market_name")),
@@ -227,6 +247,8 @@ def parse_amd_smi_static(text):
             "numa_node": _int(numa.get("node")),
             "ecc_enabled": ecc,
             "ras_blocks": blocks,
+            "compute_partition": _partition_mode(part, ("compute_partition", "accelerator_partition", "current_compute_partition")),
+            "memory_partition": _partition_mode(part, ("memory_partition", "current_memory_partition")),
         })
     return out
 
@@ -298,11 +320,17 @@ def parse_rocm_smi(text, vendor_prefix="AMD", what="rocm-smi --json"):
         level = _str(_key(card, "pcie clock level")) or ""
         link = _LINK.search(level)
         vram_b = _int(_key(card, "VRAM Total Memory (B)"))
+        vram_mib = _int(_key(card, "VRAM Total Memory (MiB)"))       # hy-smi: "vram Total Memory (MiB)"
+        device_id = _str(_key(card, "Device ID"))
+        if device_id is None and re.match(r"^0x[0-9a-fA-F]{4}$", _str(_key(card, "Card Model", "Card model")) or ""):
+            device_id = _str(_key(card, "Card Model", "Card model"))  # rocm-smi 6.x prints the device id there
         cards.append({
             "card": int(m.group(1)),
             "model": _series_model(_key(card, "Card series", "Card Series"), vendor_prefix),
             "pci_bus_id": _bus(_key(card, "PCI Bus")),
-            "memory_mib": vram_b // (1 << 20) if vram_b else None,
+            "memory_mib": vram_b // (1 << 20) if vram_b else vram_mib if vram_mib and vram_mib > 0 else None,
+            "device_id": device_id.lower() if device_id and re.match(r"^0x[0-9a-fA-F]{1,4}$", device_id) else None,
+            "series": na(_str(_key(card, "Card series", "Card Series"))),
             "serial": None if _str(_key(card, "Serial Number")) in (None, "0") else _str(_key(card, "Serial Number")),
             "unique_id": _str(_key(card, "Unique ID")),
             "numa_node": _int(_key(card, "(Topology) Numa Node")),

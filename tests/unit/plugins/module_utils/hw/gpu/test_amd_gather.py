@@ -135,7 +135,8 @@ def test_amd_smi_garbage_is_one_line_and_sysfs_stays(trees):
 def test_amd_never_leaves_out_every_amd_tool(trees, tmp_path):
     run = Run({"rocm-smi": os.path.join(ROCM, "telegraf-mi100_rocm602.json")})
     got, errors = gpus(with_tools(trees("mi100-rocm602"), tmp_path, "rocm-smi", "amd-smi"), run, amd_smi="never")
-    assert run.calls == [] and got[0]["model"] is None
+    # no tool runs; the model is the PCI device id's (0x738c, amd_ids), the VRAM stays unknown
+    assert run.calls == [] and (got[0]["model"], got[0]["memory_mb"]) == ("AMD Instinct MI100", None)
 
 
 def test_amd_integrated_graphics_next_to_nvidia_gpus_is_not_a_gpu(tmp_path):
@@ -220,7 +221,8 @@ def test_hy_smi_documented_output_parses_and_guesses_nothing(tmp_path):
     with open(HY_SMI) as fh:
         cards = parse_rocm_smi(fh.read(), "Hygon", "hy-smi --json")
     assert cards == [{"card": 0, "model": None, "pci_bus_id": None, "memory_mib": None, "serial": None,
-                      "unique_id": None, "numa_node": None, "width": None, "speed_gts": None}]
+                      "unique_id": None, "numa_node": None, "width": None, "speed_gts": None,
+                      "device_id": "0x6320", "series": None}]
     spec = importlib.util.spec_from_file_location("dlrack_amd_trees3", os.path.join(AMD, "build_trees.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

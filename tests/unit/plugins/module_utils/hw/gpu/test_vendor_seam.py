@@ -66,6 +66,7 @@ def code_marks(source):
     toks = list(tokenize.generate_tokens(io.StringIO(source).readline))
     prev = None          # last significant token
     skip_block = False   # inside DOCUMENTATION = r'''...'''
+    skip_doc = False     # the strings of a doc= keyword argument (a rule's documentation row)
     for i, tok in enumerate(toks):
         if tok.type in (tokenize.COMMENT, tokenize.NL):
             continue
@@ -74,7 +75,11 @@ def code_marks(source):
             skip_block = True
         if tok.type == tokenize.NEWLINE:
             skip_block = False
-        if tok.type == tokenize.STRING and not skip_block:
+        if tok.type == tokenize.OP and tok.string == "=" and prev is not None and prev.string == "doc":
+            skip_doc = True
+        elif tok.type != tokenize.STRING:
+            skip_doc = False
+        if tok.type == tokenize.STRING and not skip_block and not skip_doc:
             nxt = next((t for t in toks[i + 1:] if t.type not in (tokenize.COMMENT, tokenize.NL)), None)
             docstring = (prev is None or prev.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)) and \
                 (nxt is None or nxt.type in (tokenize.NEWLINE, tokenize.ENDMARKER))
@@ -114,5 +119,7 @@ def test_the_guard_sees_code_not_prose():
            '# npu-smi in a comment\n'
            'def f(env):\n'
            '    """Docstring naming 0x10de."""\n'
-           '    return env.get("ROCR_VISIBLE_DEVICES"), ["hy-smi", "-a"], "0x19e5"\n')
-    assert [m[1] for m in code_marks(src)] == ['"ROCR_VISIBLE_DEVICES"', '"hy-smi"', '"0x19e5"']
+           '    return env.get("ROCR_VISIBLE_DEVICES"), ["hy-smi", "-a"], "0x19e5"\n'
+           '@rule("a.b", doc="by the `nvidia-smi topo -m` legend "\n'
+           '      "(PIX)", title="npu-smi")\n')
+    assert [m[1] for m in code_marks(src)] == ['"ROCR_VISIBLE_DEVICES"', '"hy-smi"', '"0x19e5"', '"npu-smi"']
