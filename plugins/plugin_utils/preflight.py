@@ -459,7 +459,9 @@ def run_preflight(inputs, report_dir=None, fail_on="error", drift=None, prefix="
         summary = summarize(results)
     # the fleet's versions per hardware class (issue 33): needs every host's document at once;
     # ``pins``: {host: dlrack_versions}. No host with versions: nothing changes.
-    matrix = fleet_versions.apply(results, pins)
+    version_pins = fleet_versions.declared_pins(inputs)
+    version_pins.update(pins or {})
+    matrix = fleet_versions.apply(results, version_pins)
     if matrix:
         summary = dict(summarize(results), versions=matrix)
     out = {

@@ -7,7 +7,8 @@ A hardware class is the GPU model and the GPU count of a host (``NVIDIA H200 x8`
 every component of ``dlrack_hw.versions`` (module_utils/hw/versions.py) is judged, in this order:
 
 1. against the host's pin, ``dlrack_versions: {gpu_driver: "550.90.07", ...}`` (the operator's
-   inventory, per group: the class's group_vars);
+   inventory, per group: the class's group_vars), or, for a host that was gathered, the ``versions``
+   its declared ``dlrack_hw`` holds (declared_pins);
 2. else against its list of qualified combinations, ``dlrack_versions: {qualified: [{gpu_driver: ...,
    cuda_runtime: ...}, ...]}``: the host's versions must equal one combination on every component
    the combination names;
@@ -122,6 +123,20 @@ def _pin_map(mapping, where):
         if isinstance(item, (bool, dict, list)) or _str(item) is None:
             raise PinError("%s.%s must be a version string such as \"550.90.07\"" % (where, key))
         out[key] = _str(item)
+    return out
+
+
+def declared_pins(inputs):
+    """{host: pin} from the declarations of hosts that were also gathered: a ``versions`` section in
+    the declared ``dlrack_hw`` says what the host is to run, so it pins the gathered host (its
+    dlrack_versions, where set, decides instead). ``inputs``: {host: evaluate_host kwargs}."""
+    out = {}
+    for host, kwargs in inputs.items():
+        declared = kwargs.get("declared") if isinstance(kwargs, dict) else None
+        if isinstance(declared, dict) and isinstance(declared.get("versions"), dict):
+            pin = dict((k, v) for k, v in (components(declared["versions"]) or {}).items() if v is not None)
+            if pin:
+                out[host] = pin
     return out
 
 

@@ -133,6 +133,24 @@ def _combo(smi):
     return {"gpu_driver": smi["driver"], "cuda_driver": smi["cuda_driver"], "vbios": smi["gpus"][0]["vbios"]}
 
 
+def test_a_declared_versions_section_pins_the_gathered_host():
+    """Declared: driver 570.124.04 (the RTX 3060 capture's); gathered: the real H200's 580.159.04."""
+    declared = dict(copy.deepcopy(GOOD), versions={"gpu_driver": NEW["driver"]})
+    inputs = {}
+    for name in ("a", "b", "c"):
+        gathered = dict(copy.deepcopy(GOOD), source="gathered", versions=_versions(H200))
+        inputs[name] = collect_host_inputs(name, {"dlrack_hw": declared if name == "a" else GOOD,
+                                                  "dlrack_hw_gathered": gathered})
+    assert versions.declared_pins(inputs) == {"a": {"gpu_driver": "570.124.04"}}
+    out = run_preflight(inputs)
+    drift = [line for line in out["lines"] if versions.RULE in line]
+    assert len(drift) == 1 and "pinned by dlrack_versions: 570.124.04" in drift[0]
+    assert out["summary"]["rules"][versions.RULE] == {"fail": 0, "warn": 1, "pass": 2, "skip": 0}
+    # the operator's dlrack_versions decides over the declaration
+    out = run_preflight(inputs, pins={"a": {"gpu_driver": "580.159.04"}})
+    assert out["summary"]["rules"][versions.RULE] == {"fail": 0, "warn": 0, "pass": 3, "skip": 0}
+
+
 def test_pins_and_qualified_combinations():
     results = {}
     inputs, dummy = _minority_fleet()
