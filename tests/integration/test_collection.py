@@ -267,3 +267,18 @@ def test_installed_preflight_names_misspelled_variables_once(installed):
         fh.write(hw + "dlrack_profile: inference\n")
     proc = _run(argv + ["-e", "dlrack_fail_on=never", "-e", "acceptance_hot_path=/mnt/x"], cwd=installed["user"], env=installed["env"])
     assert proc.returncode == 0 and "[WARNING]" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_installed_acceptance_summary_prints_as_lines(installed):
+    """Without this repository's ansible.cfg (no yaml result format) the acceptance summary is one
+    console line per host and measurement, not one string full of \\n (issue 30.5). Check mode on
+    this machine: nothing is measured."""
+    inv = _local_inventory(installed, "acceptance-inventory")
+    proc = _run(["ansible-playbook", "dlrack.node.acceptance", "-i", inv, "--check", "-e", "dlrack_report_dir=acceptance-reports"],
+                cwd=installed["user"], env=installed["env"])
+    out = proc.stdout + proc.stderr
+    shown = out[out.index("TASK [dlrack.node.acceptance : Show the acceptance summary]"):]
+    shown = shown[:shown.index("TASK [", 10)]
+    assert '\n        "dlrack.node acceptance: 1 host(s): ' in shown, shown
+    assert '\n        "SKIP    node-1 (check mode: nothing measured)",\n' in shown, shown
+    assert "\\n" not in shown, shown
