@@ -30,6 +30,7 @@ DEFAULTS = {
     "kernel_log": None,          # a saved log (source file)
     "kmsg": "/dev/kmsg",
     "journalctl": "journalctl",
+    "journal_file": None,        # read this journal file instead of the system journal (tests, support cases)
     "state_file": "/var/lib/dlrack/gpu-faults.json",
     "overrides": {},
     "max_bytes": readers.MAX_BYTES,
@@ -110,6 +111,7 @@ def read_events(conf, state, current_boot, btime):
     notes = []
     if source in ("auto", "journal"):
         events, new, jnotes = readers.read_journal(cursor=pos.get("cursor") if pos.get("source") == "journal" else None,
+                                                   journal_file=conf["journal_file"],
                                                    journalctl=conf["journalctl"], max_bytes=conf["max_bytes"],
                                                    timeout_s=conf["timeout_s"])
         usable = new.get("cursor") is not None or not jnotes
