@@ -205,7 +205,8 @@ _IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phy
                    "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "data",
                    "pci_bus_id": "str", "counters": "data", "counter_rates": "data", "interval_s": "data"}
 _FABRIC_FIELDS = {"rail_optimized": "bool", "ports": ("list", _IB_PORT_FIELDS, 256)}
-_PSU_FIELDS = {"name": "str", "capacity_w": _num("watts"), "status": "str", "present": "bool"}
+_PSU_FIELDS = {"name": "str", "location": "str", "capacity_w": _num("watts"), "capacity_text": "str", "status": "str",
+               "present": "bool"}
 _POWER_FIELDS = {"psus": ("list", _PSU_FIELDS, 64), "redundant": "bool", "source": "str",
                  "gpus": "data", "cpu_tdp_w": _num("watts")}
 TOP_FIELDS = {

@@ -675,3 +675,98 @@ def check_rail_alignment(ctx):
     else:
         ctx.report("pass", "; ".join("%s -> %s %s" % (labels.get(g), labels.get(n), lg) for g, n, lg in aligned),
                    "one RDMA NIC per GPU at PXB or closer", "every GPU has its own RDMA NIC at PXB or closer")
+
+
+# --------------------------------------------------------------------------------------------
+# Power
+
+def _gpu_limits(hw):
+    """{pci bus id: limit entry} of dlrack_hw.power.gpus."""
+    power = hw.get("power") if isinstance(hw.get("power"), dict) else {}
+    out = {}
+    for entry in power.get("gpus") or []:
+        if isinstance(entry, dict) and _norm(entry.get("pci_bus_id")):
+            out[_norm(entry["pci_bus_id"])] = entry
+    return out
+
+
+def _num(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def check_psu_capacity(ctx):
+    power = ctx.hw.get("power")
+    if not isinstance(power, dict):
+        return
+    gpus = ctx.hw.get("gpus") or []
+    if not gpus:
+        ctx.skip("no GPUs")
+        return
+    psus = [p for p in power.get("psus") or [] if isinstance(p, dict) and p.get("present") is not False]
+    limits = _gpu_limits(ctx.hw)
+    gpu_w = [_num((limits.get(_norm(g.get("pci_bus_id"))) or {}).get("limit_w")) for g in gpus]
+    spec = ctx.hw.get("_cpu_spec") or {}
+    sockets = ctx.hw["cpu"].get("sockets") or 1
+    cpu_w = _num(power.get("cpu_tdp_w")) or (_num(spec.get("tdp_w")) * sockets if _num(spec.get("tdp_w")) else None)
+    need_known = sum(w for w in gpu_w if w) + (cpu_w or 0)
+    unknown = []
+    if not psus:
+        unknown.append("no power-supply table (SMBIOS type 39) was readable: a VM, an unprivileged run, or a board "
+                       "that does not fill it")
+    unknown.extend("PSU %s reports %s" % (p.get("location") or p.get("name") or "?", p.get("capacity_text") or "no capacity")
+                   for p in psus if not _num(p.get("capacity_w")))
+    missing = [("GPU%s" % g.get("index")) for g, w in zip(gpus, gpu_w) if not w]
+    if missing:
+        unknown.append("no power limit for %s" % ", ".join(missing))
+    if cpu_w is None:
+        unknown.append("CPU TDP unknown (model %r not in the catalogue)" % ctx.hw["cpu"].get("model"))
+    caps = [_num(p.get("capacity_w")) for p in psus if _num(p.get("capacity_w"))]
+    redundant = power.get("redundant")
+    if redundant is None:
+        redundant = len(caps) >= 2
+    usable = (sum(caps) - max(caps)) if caps and redundant and len(caps) >= 2 else sum(caps)
+    what = "%d W for GPUs (%s) + %s CPU" % (sum(w for w in gpu_w if w), "+".join("%d" % w for w in gpu_w if w) or "none",
+                                            "%d W" % cpu_w if cpu_w else "unknown")
+    supply = "%d W usable of %d PSU(s)%s" % (usable, len(caps), " (N+1: one may fail)" if redundant and len(caps) >= 2 else "")
+    if caps and need_known > usable and not (unknown and not psus):
+        ctx.report("fail", "%s > %s" % (what, supply), "GPU power limits + CPU TDP <= usable PSU capacity",
+                   "the power supplies cannot carry the GPUs' power limits and the CPUs' TDP: %s needed, %s" % (what, supply),
+                   "fit larger or more PSUs (keep N+1 redundancy), or lower the GPUs' power limits (nvidia-smi -pl) "
+                   "until they fit; fans, memory, NICs and drives come on top of this")
+    elif unknown:
+        ctx.report("warn", "; ".join(unknown), "GPU power limits + CPU TDP <= usable PSU capacity",
+                   "cannot verify the power budget: %s" % "; ".join(unknown),
+                   "run hw_facts as root on the bare-metal host (SMBIOS type 39), or declare dlrack_hw.power.psus "
+                   "with each PSU's capacity_w")
+    else:
+        ctx.report("pass", "%s <= %s" % (what, supply), "GPU power limits + CPU TDP <= usable PSU capacity",
+                   "the PSUs carry the GPUs' power limits and the CPUs' TDP: %s, %s" % (what, supply))
+
+
+def check_power_caps(ctx):
+    power = ctx.hw.get("power")
+    if not isinstance(power, dict):
+        return
+    limits = _gpu_limits(ctx.hw)
+    gpus = [g for g in ctx.hw.get("gpus") or [] if _norm(g.get("pci_bus_id")) in limits]
+    if not gpus:
+        ctx.skip("no GPU power limits gathered")
+        return
+    low, ok = [], []
+    for g in gpus:
+        entry = limits[_norm(g["pci_bus_id"])]
+        limit, default = _num(entry.get("limit_w")), _num(entry.get("default_w"))
+        label = "GPU%s %s" % (g.get("index"), _norm(g["pci_bus_id"]))
+        if limit and default and limit < default:
+            low.append("%s capped at %d W of its default %d W" % (label, limit, default))
+        elif limit:
+            ok.append("%s %d W" % (label, limit))
+    if low:
+        ctx.report("fail", "; ".join(low), "power limit = default",
+                   "power capped below the default on %s: training runs slower than the card allows" % "; ".join(low),
+                   "restore the default limit (nvidia-smi -pl <default> or remove the cap from the node's setup) unless "
+                   "the cap is meant for the rack's power budget")
+    elif ok:
+        ctx.report("pass", "; ".join(ok), "power limit = default", "every GPU runs at its default power limit")
+    else:
+        ctx.skip("the GPUs' power limits are unknown (N/A)")

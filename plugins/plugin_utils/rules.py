@@ -1049,6 +1049,20 @@ def _check_fabric_rails(ctx):
     platform.check_rail_alignment(ctx)
 
 
+@rule("power.psu_capacity", "the PSUs carry the GPUs' power limits and the CPUs' TDP", "error",
+      doc="usable PSU capacity (SMBIOS type 39 or declared `power.psus`; N+1: the largest PSU left out when 2 or more) "
+          ">= the GPUs' power limits (NVML) + the CPUs' TDP (catalogue); a PSU reporting 0 W or Unknown, or no table = "
+          "warning \"cannot verify\"", shadow=True)
+def _check_power_psus(ctx):
+    platform.check_psu_capacity(ctx)
+
+
+@rule("power.gpu_caps", "no GPU power-capped below its default", "warning",
+      doc="each GPU's enforced power limit equals its default (a cap below it is reported)", shadow=True)
+def _check_power_caps(ctx):
+    platform.check_power_caps(ctx)
+
+
 def _norm_model(name, kind):
     spec = _lookup(kind, name) if name else None
     return (spec or {}).get("model") or (name or "").strip().lower()

@@ -52,6 +52,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as gpu_s
 from ansible_collections.dlrack.node.plugins.module_utils.hw import versions as hw_versions
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as gpu_pci
 from ansible_collections.dlrack.node.plugins.module_utils.hw import pcie_tree
+from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather as gpu_faults_gather
+from ansible_collections.dlrack.node.plugins.module_utils.hw import power as hw_power
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 try:
@@ -406,6 +408,13 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, tools, errors))
         # issue 32: the PCIe tree around the GPUs (hw/pcie_tree.py), one read-only sysfs pass
         doc["pcie"] = section("pcie", lambda: pcie_tree.read_sysfs(root, errors))
+        # issue 32: PSUs (SMBIOS type 39, root only, no command) and the GPUs' power limits (hw/power.py)
+        doc["power"] = section("power", lambda: hw_power.gather_power(
+            run, tools.get("nvidia-smi"), errors, root, _listdir, lambda path: pcie_tree._read_bytes(path, 65536)))
+        # issue 29: GPU fault events of this boot and the counters beside them (live node with GPUs only)
+        if doc["gpus"]:
+            doc["gpu_faults"] = section("gpu_faults", lambda: gpu_faults_gather.gather_faults(
+                root, run, tools.get("nvidia-smi"), errors, gpus=doc["gpus"]))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)
         doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))
