@@ -920,18 +920,19 @@ def _version_set(gpus, key):
     return sorted(set(str(g.get(key)) for g in gpus if isinstance(g, dict) and g.get(key)))
 
 
-@rule("versions.one_stack", "one GPU driver and one VBIOS on all GPUs of a node", "error",
-      doc="every GPU of a node reports the same driver and the same VBIOS version (`dlrack_hw.versions.gpus`); "
-          "GPUs of one node on different VBIOS versions are a service case", shadow=True)
-def _check_one_stack(ctx):
+@rule("versions.node_stack", "one GPU driver and one VBIOS per node; Fabric Manager equals the driver", "error",
+      doc="every GPU of a node reports the same driver and the same VBIOS version (`dlrack_hw.versions.gpus`: GPUs of "
+          "one node on different VBIOS versions are a service case), and where Fabric Manager is installed its version "
+          "equals the GPU driver's exactly (otherwise it does not start and NVSwitch GPUs stay unusable)", shadow=True)
+def _check_node_stack(ctx):
     versions = _node_versions(ctx)
     if versions is None:
         return
     gpus = versions.get("gpus") if isinstance(versions.get("gpus"), list) else []
     drivers, vbios = _version_set(gpus, "driver"), _version_set(gpus, "vbios")
-    if not gpus:
-        ctx.skip("no GPU versions were read (no GPU tool, or it failed)")
-    elif len(drivers) > 1 or len(vbios) > 1:
+    fm, driver = versions.get("fabric_manager"), versions.get("gpu_driver")
+    held = []
+    if len(drivers) > 1 or len(vbios) > 1:
         mixed = ["driver %s" % ", ".join(drivers)] if len(drivers) > 1 else []
         if len(vbios) > 1:
             mixed.append("VBIOS %s (%s)" % (", ".join(vbios), ", ".join(
@@ -940,33 +941,27 @@ def _check_one_stack(ctx):
                    "the GPUs of %s run different versions: %s" % (ctx.name, "; ".join(mixed)),
                    "flash every GPU of the node to one VBIOS (the vendor's firmware update package for the "
                    "board, then a cold reboot) and load one driver; open a service case if a GPU will not take it")
-    elif not vbios:
-        ctx.skip("the GPUs' VBIOS versions were not read")
-    else:
-        ctx.report("pass", "driver %s, VBIOS %s" % (drivers[0] if drivers else "unknown", vbios[0]),
-                   "one driver and one VBIOS", "all %d GPUs run one driver and VBIOS %s" % (len(gpus), vbios[0]))
-
-
-@rule("versions.fabric_manager", "Fabric Manager's version equals the GPU driver's", "error",
-      doc="where Fabric Manager is installed its version equals the GPU driver's exactly: otherwise it does not "
-          "start and the NVSwitch GPUs stay unusable", shadow=True)
-def _check_fabric_manager(ctx):
-    versions = _node_versions(ctx)
-    if versions is None:
-        return
-    fm, driver = versions.get("fabric_manager"), versions.get("gpu_driver")
-    if not fm:
-        ctx.skip("no Fabric Manager installed (needed only on NVSwitch systems)")
-    elif not driver:
+    elif vbios:
+        held.append("all %d GPUs run one driver and VBIOS %s" % (len(gpus), vbios[0]))
+    if fm and not driver:
         ctx.report("warn", fm, "the GPU driver's version", "cannot verify Fabric Manager %s: the GPU driver's "
                    "version was not read" % fm, "load the GPU driver and gather again")
-    elif fm != driver:
-        ctx.report("fail", fm, driver, "Fabric Manager %s is not the GPU driver's version %s: it refuses to start and "
-                   "the NVSwitch GPUs stay unusable" % (fm, driver),
+    elif fm and fm != driver:
+        ctx.report("fail", "Fabric Manager %s" % fm, "Fabric Manager %s" % driver,
+                   "Fabric Manager %s is not the GPU driver's version %s: it refuses to start and the NVSwitch GPUs "
+                   "stay unusable" % (fm, driver),
                    "install the Fabric Manager package of exactly driver %s (or the driver of Fabric Manager's "
                    "version), then restart the fabric manager service" % driver)
+    elif fm:
+        held.append("Fabric Manager %s equals the GPU driver" % fm)
+    if any(f["rule"] == ctx.rule for f in ctx.findings):
+        return
+    if held:
+        ctx.report("pass", "; ".join(held), "one driver and one VBIOS; Fabric Manager = driver",
+                   "; ".join(held) + ("" if fm else " (no Fabric Manager installed: needed only on NVSwitch systems)"))
     else:
-        ctx.report("pass", fm, driver, "Fabric Manager %s equals the GPU driver" % fm)
+        ctx.skip("the GPUs' driver and VBIOS versions were not read (no GPU tool, or it failed) and no Fabric "
+                 "Manager is installed")
 
 
 @rule("gpu.ecc_mode", "GPU ECC enabled where supported", "warning",

@@ -2,7 +2,7 @@
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fleet version drift (issue 33): plugin_utils/versions.py (per hardware class: pin, qualified
-combinations, majority), the per-node rules versions.one_stack and versions.fabric_manager, and
+combinations, majority), the per-node rule versions.node_stack, and
 what the pre-flight's reports and the scheduler act get from them.
 
 The version strings are real: drivers 570.124.04 (RTX 3060) and 535.54.03 (A100 SXM4) with their
@@ -209,25 +209,33 @@ def test_mixed_vbios_on_one_node_fails_the_node_rule_in_shadow():
     ver = _versions(H200)
     ver["gpus"][7] = dict(ver["gpus"][7], vbios="96.00.A5.00.1B")
     res = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions=ver))
-    f = [x for x in res["findings"] if x["rule"] == "versions.one_stack"]
+    f = [x for x in res["findings"] if x["rule"] == "versions.node_stack"]
     assert len(f) == 1 and f[0]["severity"] == "warning" and f[0]["shadow"] == "error"
     assert "VBIOS 96.00.A5.00.1A, 96.00.A5.00.1B" in f[0]["message"] and f[0]["message"].startswith("[shadow] ")
-    assert res["rules"]["versions.one_stack"] == "warn"
+    assert res["rules"]["versions.node_stack"] == "warn"
     assert versions.components(ver)["vbios"] == "mixed: 96.00.A5.00.1A, 96.00.A5.00.1B"
     same = evaluate_host("gpu-02", dict(copy.deepcopy(GOOD), versions=_versions(H200)))
-    assert same["rules"]["versions.one_stack"] == "pass"
+    assert same["rules"]["versions.node_stack"] == "pass"
+    assert [x["message"] for x in same["findings"] if x["rule"] == "versions.node_stack"] == [
+        "all 8 GPUs run one driver and VBIOS 96.00.A5.00.1A (no Fabric Manager installed: needed only on NVSwitch systems)"]
 
 
 def test_fabric_manager_one_patch_off():
     """The real H200's driver 580.159.04 with Fabric Manager 580.159.03 (one patch version below)."""
     res = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions=_versions(H200, fabric_manager="580.159.03")))
-    f = [x for x in res["findings"] if x["rule"] == "versions.fabric_manager"]
+    f = [x for x in res["findings"] if x["rule"] == "versions.node_stack"]
     assert len(f) == 1 and f[0]["shadow"] == "error" and f[0]["severity"] == "warning"
     assert "Fabric Manager 580.159.03 is not the GPU driver's version 580.159.04" in f[0]["message"]
     ok = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions=_versions(H200, fabric_manager="580.159.04")))
-    assert ok["rules"]["versions.fabric_manager"] == "pass"
-    none = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions=_versions(H200)))
-    assert none["rules"]["versions.fabric_manager"] == "skip"
+    assert ok["rules"]["versions.node_stack"] == "pass"
+    nothing = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions={"kernel": "5.15.0-105-generic"}))
+    assert nothing["rules"]["versions.node_stack"] == "skip"
+    unknown = evaluate_host("gpu-01", dict(copy.deepcopy(GOOD), versions={"fabric_manager": "580.159.04"}))
+    assert unknown["rules"]["versions.node_stack"] == "warn"
+    both = _versions(H200, fabric_manager="580.159.03")
+    both["gpus"][0] = dict(both["gpus"][0], vbios="96.00.A5.00.1B")
+    assert len([x for x in evaluate_host("g", dict(copy.deepcopy(GOOD), versions=both))["findings"]
+                if x["rule"] == "versions.node_stack"]) == 2
 
 
 def test_no_versions_no_outcome():
