@@ -26,6 +26,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import VERSION_KEYS
 from ansible_collections.dlrack.node.plugins.plugin_utils.reports.common import SKIP_WARNING, junit_case
 from ansible_collections.dlrack.node.plugins.plugin_utils.safe_text import console
@@ -174,63 +176,91 @@ def compare(results, pins=None):
         if known[1] is not None:
             classes.setdefault(known[2], []).append((host, known[1]))
     matrix, outliers, pin_errors = [], {}, {}
+    checked = {}   # a pin as written (group_vars give many hosts the same) is checked once
     for label in sorted(classes):
-        members = classes[label]
-        judged = {}
-        rules = {}
-        for host, values in members:
-            try:
-                rules[host] = check_pin(pins.get(host), host)
-            except PinError as exc:
-                pin_errors[host] = str(exc)
-                rules[host] = ({}, [])
-            pin, qualified = rules[host]
-            gaps = []
-            for comp in COMPONENTS:
-                if comp in pin and values[comp] is not None and values[comp] != pin[comp]:
-                    gaps.append((comp, values[comp], pin[comp], "pin"))
-            if qualified:
-                gap = _qualified_gap(values, qualified)
-                gaps.extend((c, o, e, "qualified") for c, o, e in gap or () if c not in pin)
-            judged[host] = gaps
+        # hosts with the same values and the same pin are judged once, as one group
+        groups = {}
+        for host, values in classes[label]:
+            raw = pins.get(host)
+            key = None if raw is None else _pin_key(raw)
+            if key not in checked:
+                try:
+                    checked[key] = check_pin(raw) + (False,)
+                except PinError:
+                    checked[key] = ({}, [], True)
+            pin, qualified, bad = checked[key]
+            if bad:
+                try:
+                    check_pin(raw, host)
+                except PinError as exc:
+                    pin_errors[host] = str(exc)
+            group = groups.get((id(values), key))
+            if group is None:
+                group = groups[(id(values), key)] = {"values": values, "pin": pin, "qualified": qualified, "hosts": [],
+                                                     "gaps": _fixed_gaps(values, pin, qualified)}
+            group["hosts"].append(host)
+        groups = list(groups.values())
         rows = []
         for comp in COMPONENTS:
-            counts = {}
-            for host, values in members:
-                if values[comp] is not None:
-                    counts.setdefault(values[comp], []).append(host)
+            counts, free = {}, {}
+            for g in groups:
+                value = g["values"][comp]
+                if value is None:
+                    continue
+                counts[value] = counts.get(value, 0) + len(g["hosts"])
+                # the majority counts the hosts this component is not pinned or qualified for
+                g["bound"] = comp in g["pin"] or any(comp in c for c in g["qualified"])
+                if not g["bound"]:
+                    free[value] = free.get(value, 0) + len(g["hosts"])
             if not counts:
                 continue
-            # the majority counts the hosts this component is not pinned or qualified for
-            free = {}
-            for value, hosts in counts.items():
-                n = sum(1 for h in hosts if comp not in rules[h][0] and not any(comp in c for c in rules[h][1]))
-                if n:
-                    free[value] = n
             ranked = sorted(free.items(), key=lambda kv: (-kv[1], kv[0]))
             majority = ranked[0][0] if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]) else None
-            for value, hosts in counts.items():
-                for h in hosts:
-                    if comp in rules[h][0] or any(comp in c for c in rules[h][1]) or len(ranked) < 2:
-                        continue
+            named = {}
+            for g in groups:
+                value = g["values"][comp]
+                if value is None:
+                    continue
+                if not g["bound"] and len(ranked) > 1:
                     if majority is None:
-                        judged[h].append((comp, value, "one of " + ", ".join(v for v, dummy in ranked), "split"))
+                        g["gaps"].append((comp, value, "one of " + ", ".join(v for v, dummy in ranked), "split"))
                     elif value != majority:
-                        judged[h].append((comp, value, majority, "majority"))
+                        g["gaps"].append((comp, value, majority, "majority"))
+                if any(gap[0] == comp for gap in g["gaps"]):
+                    named.setdefault(value, []).extend(g["hosts"])
             row = {"component": comp, "label": LABELS[comp], "expected": majority, "values": [
-                {"value": value, "hosts": len(hosts), "outliers": sorted(h for h in hosts if any(
-                    g[0] == comp for g in judged[h]))[:MAX_NAMED * 4]}
-                for value, hosts in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
-                "unknown": len(members) - sum(len(h) for h in counts.values())}
-            row["drift"] = any(v["outliers"] for v in row["values"])
+                {"value": value, "hosts": n, "outliers": sorted(named.get(value, ()), key=str)[:MAX_NAMED * 4]}
+                for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))],
+                "unknown": sum(len(g["hosts"]) for g in groups) - sum(counts.values())}
+            row["drift"] = bool(named)
             rows.append(row)
-        for host, gaps in judged.items():
-            if gaps:
-                gaps.sort(key=lambda g: COMPONENTS.index(g[0]))
-                outliers[host] = (label, gaps)
-        matrix.append({"class": label, "hosts": len(members), "rows": rows,
-                       "outliers": sum(1 for h, dummy in members if h in outliers)})
+        size = 0
+        count = 0
+        for g in groups:
+            size += len(g["hosts"])
+            if g["gaps"]:
+                g["gaps"].sort(key=lambda gap: COMPONENTS.index(gap[0]))
+                count += len(g["hosts"])
+                for host in g["hosts"]:
+                    outliers[host] = (label, g["gaps"])
+        matrix.append({"class": label, "hosts": size, "rows": rows, "outliers": count})
     return matrix, outliers, pin_errors
+
+
+def _pin_key(raw):
+    try:
+        return json.dumps(raw, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(raw)
+
+
+def _fixed_gaps(values, pin, qualified):
+    """The differences of ``values`` from a pin and from the qualified combinations."""
+    gaps = [(comp, values[comp], pin[comp], "pin") for comp in COMPONENTS
+            if comp in pin and values[comp] is not None and values[comp] != pin[comp]]
+    if qualified:
+        gaps.extend((c, o, e, "qualified") for c, o, e in _qualified_gap(values, qualified) or () if c not in pin)
+    return gaps
 
 
 _BASIS = {"pin": "pinned by dlrack_versions", "qualified": "no qualified combination of dlrack_versions",
