@@ -23,6 +23,10 @@ description:
   - Memory copy bandwidth per NUMA node (parallel memmove, one thread per core of the node).
   - GPU health from C(nvidia-smi -q -x) and C(dcgmi diag) when DCGM is installed.
   - Writes nothing but the scratch files, which it removes. Never reports a change.
+  - Scratch files live in a private directory of the run (mkdtemp, mode 0700, files created with O_EXCL and O_NOFOLLOW,
+    named through the directory's descriptor), so a link planted in a tier other users can write never takes a write
+    outside it. Of the sets left in a tier only those of a run that provably ended are removed (owner marker with host,
+    pid, process start time and boot id); another live run's, also another node's on a shared tier, is left alone.
 author:
   - dlrack.node contributors (@dlrack)
 options:

@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Sequential read/write throughput of a mounted storage tier with fio, on a scratch file.
 
-Never a raw device: fio only ever gets ``--filename=<dir>/.dlrack-acceptance-<pid>.fio`` inside the
-directory it is given, sized ``size_mb`` in all (split over ``jobs`` regions of the one file), each
+Never a raw device: fio only ever gets ``--filename=`` a file ``scratch.fio`` in this run's private
+directory ``<dir>/.dlrack-acceptance-fio-<random>/`` (scratch.ScratchDir: made with mkdtemp, named
+through its descriptor, so a link planted in a tier others can write never takes fio outside it;
+the file is created O_EXCL|O_NOFOLLOW; sets of other live runs are left alone), sized ``size_mb`` in all (split over ``jobs`` regions of the one file), each
 phase capped at ``runtime_s`` (time-based) and the fio process at runtime + a layout allowance. The
 file is written (write phase, ``end_fsync``), then read back (read phase), then removed, also when
 fio fails or times out. After the sequential read, a 4 KiB random read phase (``randread``) on the
@@ -19,24 +21,24 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
-import glob
 import json
 import os
 
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import scratch as scratch_space
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_int
 from ansible_collections.dlrack.node.plugins.module_utils.storage.blockdev import media_kind, transport_of
 
 SCRATCH_PREFIX = ".dlrack-acceptance-"
+# This version's private directories; an older version's scratch files were <SCRATCH_PREFIX><pid>.fio
+SCRATCH_DIR_PREFIX = SCRATCH_PREFIX + "fio-"
+SCRATCH_FILE = "scratch.fio"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 LAYOUT_ALLOWANCE_S = 300
 # Random reads: jobs per device of the tier x queue depth 32 = 128 requests in flight per device,
 # beyond the queue depth at which NVMe datasheets quote 4 KiB random read IOPS (QD32 x 4 or x 8
 # workers); an HDD saturates far below that. Capped for very wide tiers.
 RAND_JOBS_PER_DEVICE = 4
 MAX_RAND_JOBS = 64
-
-
-def scratch_name(directory, pid=None):
-    return os.path.join(directory, "%s%d.fio" % (SCRATCH_PREFIX, os.getpid() if pid is None else pid))
 
 
 def _mount_of(path):
@@ -67,12 +69,14 @@ def check_target(path, size_mb, require_mount=True):
 
 
 def direct_io_supported(scratch):
-    """Open the scratch file with O_DIRECT: True when the filesystem accepts it. Creates the file."""
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_DIRECT", 0)
+    """Create the scratch file (O_EXCL, O_NOFOLLOW: never an existing file or a link), then open it
+    with O_DIRECT: True when the filesystem accepts it."""
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    os.close(fd)
     if not getattr(os, "O_DIRECT", 0):
         return False
     try:
-        fd = os.open(scratch, flags, 0o600)
+        fd = os.open(scratch, os.O_WRONLY | _NOFOLLOW | os.O_DIRECT)
     except OSError as exc:
         if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
             return False
@@ -154,15 +158,9 @@ def latency_us(part):
 
 
 def remove_scratch(directory):
-    """Remove this collection's scratch files in ``directory`` (ours, and ones left by a killed run)."""
-    removed = []
-    for path in glob.glob(os.path.join(glob.escape(directory), SCRATCH_PREFIX + "*.fio")):
-        try:
-            os.unlink(path)
-            removed.append(path)
-        except OSError:
-            pass
-    return removed
+    """Remove the fio scratch sets in ``directory`` that a dead run left (scratch.remove_stale:
+    never a live run's, on this node or another; an older version's files by their age)."""
+    return scratch_space.remove_stale(directory, (SCRATCH_DIR_PREFIX,), legacy_files=(SCRATCH_PREFIX, ".fio"))[0]
 
 
 def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iodepth=32, jobs=4, require_mount=True,
@@ -181,8 +179,10 @@ def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iode
     out["devices"], out["fstype"] = found["devices"], found["fstype"]
     if rand_jobs <= 0:                      # auto: 4 jobs per device of the tier (QD32 each saturates NVMe)
         rand_jobs = min(MAX_RAND_JOBS, RAND_JOBS_PER_DEVICE * max(1, len(out["devices"])))
-    scratch = scratch_name(path)
+    remove_scratch(path)
+    own = scratch_space.ScratchDir(path, SCRATCH_DIR_PREFIX)
     try:
+        scratch = os.path.join(own.create().root, SCRATCH_FILE)
         out["direct"] = direct_io_supported(scratch)
         engine = "libaio"
         phases = [("write", runtime_s, block_kb, iodepth, jobs), ("read", runtime_s, block_kb, iodepth, jobs)]
@@ -202,7 +202,7 @@ def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iode
     except (FioError, OSError) as exc:
         out.update(status="error", reason=str(exc))
     finally:
-        remove_scratch(path)
+        own.remove()
     return out
 
 

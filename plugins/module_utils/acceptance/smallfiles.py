@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The data loader's view of a storage tier: many small files read by worker processes pinned per GPU.
 
-A synthetic dataset of ``files`` files of ``file_kb`` KiB each is written into a scratch directory
-``<tier>/.dlrack-acceptance-smallfiles-<pid>/`` (1,000 files per sub-directory; the writing stops
+A synthetic dataset of ``files`` files of ``file_kb`` KiB each is written into this run's private
+scratch directory ``<tier>/.dlrack-acceptance-smallfiles-<random>/`` (scratch.ScratchDir: made with
+mkdtemp, named through its descriptor, files created O_EXCL|O_NOFOLLOW, an owner marker; 1,000
+files per sub-directory; the writing stops
 after ``WRITE_LIMIT_S`` and the set is then the files written so far), flushed to the
 disks (``syncfs`` of that filesystem, else ``fsync`` per file), and dropped from the page cache file
 by file (``posix_fadvise(POSIX_FADV_DONTNEED)``; never a system-wide drop unless ``drop_caches``
@@ -16,8 +18,10 @@ shuffled sampler spreads them) once from the disks ("cold"), then once more from
 
 The scratch directory is always removed: in ``finally``, also when a worker fails, and on SIGTERM,
 SIGINT and SIGHUP (the controller's ssh session with a tty ending): handlers turn them into an
-exception while it runs, then the previous handlers are put back and the signal is re-raised. Scratch sets left by a killed run (SIGKILL) are removed by the
-next run. Stdlib only (Python 3.6+).
+exception while it runs, then the previous handlers are put back and the signal is re-raised. Scratch
+sets left by a killed run (SIGKILL) are removed by the next run, and only those: a set of another
+run still going (this node's, or another node's on a shared tier) is left alone
+(scratch.remove_stale). Stdlib only (Python 3.6+).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -25,12 +29,11 @@ __metaclass__ = type
 
 import ctypes
 import errno
-import glob
 import os
-import shutil
 import signal
 import time
 
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import scratch
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
@@ -51,18 +54,13 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def scratch_dir(tier, pid=None):
-    return os.path.join(tier, "%s%d" % (SCRATCH_PREFIX, os.getpid() if pid is None else pid))
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def remove_scratch(tier):
-    """Remove every small-file scratch set in ``tier`` (ours, and ones a killed run left)."""
-    removed = []
-    for path in glob.glob(os.path.join(glob.escape(tier), SCRATCH_PREFIX + "*")):
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
+    """Remove the small-file scratch sets in ``tier`` that a dead run left (scratch.remove_stale:
+    never a live run's, on this node or another); returns their paths."""
+    return scratch.remove_stale(tier, (SCRATCH_PREFIX,))[0]
 
 
 def file_path(root, i):
@@ -90,8 +88,8 @@ def write_set(root, files, file_kb, limit_s=None):
             break
         path = file_path(root, i)
         if i % PER_DIR == 0:
-            os.makedirs(os.path.dirname(path), 0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.mkdir(os.path.dirname(path), 0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         try:
             left = size
             head = ("%d\n" % i).encode()
@@ -102,7 +100,7 @@ def write_set(root, files, file_kb, limit_s=None):
         finally:
             os.close(fd)
         written += 1
-    dfd = os.open(root, os.O_RDONLY)
+    dfd = os.open(root, os.O_RDONLY)         # this run's directory (ScratchDir.root: its descriptor)
     try:
         synced = _syncfs(dfd)
     finally:
@@ -299,13 +297,13 @@ def measure(tier, groups, files=10000, file_kb=64, workers_per_group=4, phase_s=
     why = check_target(tier, files, file_kb)
     if why:
         return dict(out, status="skip", reason=why)
-    remove_scratch(tier)                     # sets a killed run left behind
-    root = scratch_dir(tier)
+    remove_scratch(tier)                     # sets a killed run left behind (never a live run's)
+    own = scratch.ScratchDir(tier, SCRATCH_PREFIX)
     interrupted = None
     try:
         with _Signals():
             try:
-                os.mkdir(root, 0o700)
+                root = own.create().root
                 write_s, written = write_set(root, files, file_kb, WRITE_LIMIT_S)
                 out["write_s"] = round(write_s, 3)
                 if written < files:         # the write stopped at its time limit: read what is there
@@ -320,9 +318,9 @@ def measure(tier, groups, files=10000, file_kb=64, workers_per_group=4, phase_s=
             except OSError as exc:
                 out.update(status="error", reason="small files on %s: %s" % (tier, exc))
             finally:
-                shutil.rmtree(root, ignore_errors=True)
+                own.remove()
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        own.remove()
     if interrupted is not None:
         os.kill(os.getpid(), interrupted)    # the previous handler (or the default action) now runs
     return out

@@ -183,3 +183,51 @@ def test_disk_kind_is_the_block_device_readers_rule_virtio_is_unknown(tmp_path):
         os.symlink(os.path.join("..", "..", os.readlink(os.path.join(sysfs, "block", name))[3:]), os.path.join(blk, name))
     assert [af.disk_kind(n, sysfs) for n in ("vda", "vdb")] == [None, None]
     assert af.disk_kind("loop3", sysfs) == "loop"
+
+
+def test_a_planted_link_never_takes_fio_outside_a_shared_tier(tmp_path):
+    """Issue 30.11: a tier mode 0777 without the sticky bit. Another user plants a link under the
+    old fixed scratch name (<prefix><pid>.fio) to a file outside the tier, and while fio runs renames
+    the run's directory away and puts a link in its place. fio (here a stand-in that opens
+    --filename as fio does: O_CREAT, following links) writes only into the run's own directory;
+    nothing outside is created; the planted links stay; another run's fresh scratch file is kept.
+    On the old code the link's target was created and written."""
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    os.chmod(str(tier), 0o777)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted = tier / ("%s%d.fio" % (af.SCRATCH_PREFIX, os.getpid()))
+    planted.symlink_to(str(outside / "target"))
+    other = tier / (af.SCRATCH_PREFIX + "99999.fio")         # another run's file (an older version), fresh
+    other.write_bytes(b"in use")
+    written, swapped = [], []
+
+    def run(argv, timeout):
+        name = [a.split("=", 1)[1] for a in argv if a.startswith("--filename=")][0]
+        mine = [n for n in os.listdir(str(tier)) if n.startswith(getattr(af, "SCRATCH_DIR_PREFIX", "\0"))]
+        if not swapped and mine:
+            os.rename(str(tier / mine[0]), str(tier / "moved-away"))
+            (tier / mine[0]).symlink_to(str(outside))
+            swapped.append(mine[0])
+        with open(name, "ab") as fh:                        # fio: open(O_CREAT), follows links
+            fh.write(b"x" * 4096)
+        written.append(os.path.realpath(name))
+        rw = [a for a in argv if a.startswith("--rw=")][0][5:]
+        return 0, '{"fio version": "fio-3.33", "jobs": [{"error": 0, "%s": {"bw_bytes": 2000000000}}]}' % rw, ""
+    doc = af.measure_path(str(tier), "fio", run, 64, 1, require_mount=False)
+    assert doc["status"] == "ok", doc
+    assert os.listdir(str(outside)) == []
+    assert written and all(p == str(tier / "moved-away" / "scratch.fio") for p in written), written
+    assert os.listdir(str(tier / "moved-away")) == []         # the run's file removed through its descriptor
+    assert planted.is_symlink() and (tier / swapped[0]).is_symlink() and other.read_bytes() == b"in use"
+
+
+def test_direct_io_probe_never_opens_an_existing_file_or_link(tmp_path):
+    (tmp_path / "target").write_bytes(b"keep")
+    (tmp_path / "link").symlink_to(str(tmp_path / "target"))
+    for name in ("link", "target"):
+        with pytest.raises(OSError) as err:
+            af.direct_io_supported(str(tmp_path / name))
+        assert err.value.errno in (errno.EEXIST, errno.ELOOP)
+    assert (tmp_path / "target").read_bytes() == b"keep"

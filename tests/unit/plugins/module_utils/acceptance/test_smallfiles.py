@@ -1,6 +1,7 @@
 """The data loader's view (issue 24.2): a real small-file set written, dropped from the page cache
 per file, read by forked readers pinned per group, and always removed - after success, after a
 reader failure, and after a real SIGTERM/SIGINT sent to the measuring process."""
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import node
+from ansible_collections.dlrack.node.plugins.module_utils.acceptance import scratch
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import smallfiles as sf
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import format_cpulist
 from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
@@ -35,10 +37,24 @@ def test_real_small_files_cold_then_warm(tmp_path):
     assert _left(tmp_path) == []
 
 
+def _dead_pid():
+    """The pid of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
 def test_leftovers_of_a_killed_run_are_removed_and_a_full_tier_is_skipped(tmp_path):
-    old = tmp_path / (sf.SCRATCH_PREFIX + "999999") / "d0000"
+    # a set this node's killed run left (its marker: this host and boot, a pid that has ended) and
+    # one an older version left without a marker two days ago
+    me = scratch.identity()
+    old = tmp_path / (sf.SCRATCH_PREFIX + "killed") / "d0000"
     old.mkdir(parents=True)
     (old / "f0000000.bin").write_bytes(b"x")
+    (old.parent / scratch.MARKER).write_text(json.dumps(dict(me, pid=_dead_pid(), start=1)))
+    legacy = tmp_path / (sf.SCRATCH_PREFIX + "999999")
+    legacy.mkdir()
+    os.utime(str(legacy), (time.time() - 2 * 86400,) * 2)
     doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=10, file_kb=4, workers_per_group=1, phase_s=5)
     assert doc["status"] == "ok" and _left(tmp_path) == []
     doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=1 << 40, file_kb=4)
@@ -55,6 +71,13 @@ def test_a_reader_failure_is_an_error_and_leaves_nothing(tmp_path, monkeypatch):
     doc = sf.measure(str(tmp_path), [{"name": "GPU0", "cpus": None}], files=20, file_kb=4, workers_per_group=1, phase_s=5)
     assert doc["status"] == "error" and "small-file reader failed: GPU0" in doc["reason"]
     assert _left(tmp_path) == []
+
+
+def _default_dispositions():
+    """In the child before exec: the signals the measurement handles at their default action,
+    whatever the test run inherited (nohup ignores SIGHUP, a background job SIGINT)."""
+    for sig in sf.SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 _CHILD = r"""
@@ -76,13 +99,17 @@ def test_a_real_signal_removes_the_set_then_ends_the_process(tmp_path, signum):
     tty (``-tt``, Ansible's default without pipelining) goes away: Ctrl-C, a killed job."""
     tier = tmp_path / "tier"
     tier.mkdir()
+    # The child's dispositions are set here, not inherited: under `nohup make test` SIGHUP is
+    # ignored and stays ignored in a child (test_an_ignored_signal_stays_ignored tests that case);
+    # this test is about a signal that would end the process (issue 30.10).
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                            preexec_fn=_default_dispositions)
     try:
         deadline = time.time() + 60
         while time.time() < deadline:             # wait until files are on the tier
             sets = _left(tier)
-            if sets and os.path.isdir(str(tier / sets[0] / "d0001")):
+            if sets and any(os.path.isdir(str(tier / s / "d0001")) for s in sets):
                 break
             time.sleep(0.05)
         else:
@@ -173,6 +200,11 @@ def test_the_write_phase_is_bounded_in_time(tmp_path, monkeypatch):
     assert doc["files"] == 50 and "files_requested" not in doc
 
 
+def _nohup_dispositions():
+    _default_dispositions()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
 def test_an_ignored_signal_stays_ignored(tmp_path):
     """A measurement started under nohup (SIGHUP ignored) is not ended by a SIGHUP: only signals
     that would end the process are turned into a clean stop."""
@@ -180,7 +212,7 @@ def test_an_ignored_signal_stays_ignored(tmp_path):
     tier.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+                            preexec_fn=_nohup_dispositions)
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not _left(tier):
@@ -195,3 +227,75 @@ def test_an_ignored_signal_stays_ignored(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == -signal.SIGTERM and _left(tier) == [], err
+
+
+def _shared_tier(tmp_path):
+    """A tier directory anyone may write: mode 0777 without the sticky bit, and a directory outside it."""
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    os.chmod(str(tier), 0o777)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    return tier, outside
+
+
+def test_a_planted_link_never_takes_a_write_outside_the_tier(tmp_path, monkeypatch):
+    """Issue 30.11: in a 0777 non-sticky tier another user plants links under the names a run
+    would use (the old fixed name <prefix><pid>) and, while the run writes, renames its directory
+    away and puts a link to a directory outside the tier in its place. Nothing is written outside,
+    the planted links are left alone, the run's own files are removed."""
+    tier, outside = _shared_tier(tmp_path)
+    (tier / (sf.SCRATCH_PREFIX + str(os.getpid()))).symlink_to(str(outside))
+    real_write = sf.write_set
+    swapped = {}
+
+    def write_after_a_swap(root, files, file_kb, limit_s=None):
+        [mine] = [n for n in _left(tier) if not os.path.islink(str(tier / n))]
+        os.rename(str(tier / mine), str(tier / "moved-away"))      # the directory is renamed away
+        (tier / mine).symlink_to(str(outside))                     # and a link put in its place
+        swapped["name"] = mine
+        return real_write(root, files, file_kb, limit_s)
+    monkeypatch.setattr(sf, "write_set", write_after_a_swap)
+    doc = sf.measure(str(tier), [{"name": "node0", "cpus": None}], files=30, file_kb=4, workers_per_group=1, phase_s=5)
+    assert doc["status"] == "ok" and doc["cold"]["files"] == 30, doc
+    assert os.listdir(str(outside)) == []
+    assert os.path.islink(str(tier / swapped["name"])) and os.path.islink(str(tier / (sf.SCRATCH_PREFIX + str(os.getpid()))))
+    assert os.listdir(str(tier / "moved-away")) == []              # the run's files went to its own directory, then away
+
+
+def test_a_live_runs_set_is_left_alone_a_dead_ones_removed(tmp_path):
+    """Issue 30.11: two runs measure the same shared tier. Another live run's set (this node: a
+    running process with the marker's pid and start time; another node: a fresh marker) is kept;
+    a set of a process that ended, whose pid now runs another process (another start time), of
+    an earlier boot, or another node's a day old is removed."""
+    tier, dummy = _shared_tier(tmp_path)
+    me = scratch.identity()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = None
+        for dummy_try in range(100):
+            start = scratch.process_start(live.pid)
+            if start is not None:
+                break
+            time.sleep(0.01)
+        sets = {"live-here": dict(me, pid=live.pid, start=start),
+                "live-there": dict(me, host="gpu-b07", pid=4242, boot_id="0f0e0d0c-0000-4000-8000-000000000001"),
+                "reused-pid": dict(me, pid=live.pid, start=start + 1),
+                "dead-here": dict(me, pid=_dead_pid()),
+                "other-boot": dict(me, pid=live.pid, start=start, boot_id="0f0e0d0c-0000-4000-8000-000000000002"),
+                "old-there": dict(me, host="gpu-b07", pid=4242, created=time.time() - 2 * 86400)}
+        for name, marker in sets.items():
+            d = tier / (sf.SCRATCH_PREFIX + name)
+            (d / "d0000").mkdir(parents=True)
+            (d / "d0000" / "f0000000.bin").write_bytes(b"x")
+            (d / scratch.MARKER).write_text(json.dumps(marker))
+        doc = sf.measure(str(tier), [{"name": "node0", "cpus": None}], files=10, file_kb=4, workers_per_group=1, phase_s=5)
+        assert doc["status"] == "ok"
+        assert _left(tier) == [sf.SCRATCH_PREFIX + n for n in ("live-here", "live-there")]
+        assert os.listdir(str(tier / (sf.SCRATCH_PREFIX + "live-here") / "d0000")) == ["f0000000.bin"]
+    finally:
+        live.kill()
+        live.wait()
+    # the live run has ended: the next run removes its set; another node's fresh one stays
+    sf.measure(str(tier), [{"name": "node0", "cpus": None}], files=10, file_kb=4, workers_per_group=1, phase_s=5)
+    assert _left(tier) == [sf.SCRATCH_PREFIX + "live-there"]
