@@ -201,7 +201,7 @@ _IOMMU_FIELDS = {"mode": ("enum", ("off", "passthrough", "translated", "unknown"
 _PCIE_TREE_FIELDS = {"source": ("enum", ("sysfs", "lspci", "declared")),
                      "devices": ("list", _PCIE_DEVICE_FIELDS, 1024), "iommu": ("dict", _IOMMU_FIELDS),
                      "truncated": "bool"}
-_IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phys_state": "str",
+_IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phys_state": "str", "speed": "str",
                    "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "data",
                    "pci_bus_id": "str", "counters": "data", "counter_rates": "data", "interval_s": "data"}
 _FABRIC_FIELDS = {"rail_optimized": "bool", "ports": ("list", _IB_PORT_FIELDS, 256)}

@@ -770,3 +770,99 @@ def check_power_caps(ctx):
         ctx.report("pass", "; ".join(ok), "power limit = default", "every GPU runs at its default power limit")
     else:
         ctx.skip("the GPUs' power limits are unknown (N/A)")
+
+
+# --------------------------------------------------------------------------------------------
+# Fabric: InfiniBand / RoCE ports
+
+SICK_COUNTERS = ("symbol_error", "link_downed", "excessive_buffer_overrun_errors")
+
+
+def _ports(doc):
+    fabric = doc.get("fabric") if isinstance(doc, dict) and isinstance(doc.get("fabric"), dict) else {}
+    return [p for p in fabric.get("ports") or [] if isinstance(p, dict)]
+
+
+def _port_name(port):
+    return "%s/%s" % (port.get("device"), port.get("port"))
+
+
+def _declared_port_problems(want, got):
+    problems = []
+    state = want.get("state") or "ACTIVE"
+    if str(got.get("state") or "").upper() != str(state).upper():
+        problems.append("state %s (declared %s)" % (got.get("state"), state))
+    for key, label in (("rate_gbps", "rate"), ("width", "width"), ("fw", "firmware"), ("link_layer", "link layer")):
+        if want.get(key) is not None and str(want.get(key)).lower() != str(got.get(key)).lower() and \
+                not (key == "rate_gbps" and _num(want.get(key)) == _num(got.get(key))):
+            problems.append("%s %s (declared %s)" % (label, got.get(key), want.get(key)))
+    missing = [k for k in want.get("pkeys") or [] if str(k).lower() not in [str(g).lower() for g in got.get("pkeys") or []]]
+    if missing:
+        problems.append("P_Key %s missing" % ", ".join(str(k) for k in missing))
+    return problems
+
+
+def check_ib_ports(ctx):
+    if not isinstance(ctx.hw.get("fabric"), dict) or ctx.hw.get("fabric").get("ports") is None:
+        return
+    got = dict((_port_name(p), p) for p in _ports(ctx.hw))
+    declared = _ports(ctx.declared) if isinstance(ctx.declared, dict) and ctx.hw.get("source") == "gathered" else []
+    if not got and not declared:
+        ctx.skip("no RDMA (InfiniBand/RoCE) port")
+        return
+    bad = []
+    for want in declared:
+        name = _port_name(want)
+        if name not in got:
+            bad.append("%s: declared, not found" % name)
+            continue
+        problems = _declared_port_problems(want, got[name])
+        if problems:
+            bad.append("%s: %s" % (name, ", ".join(problems)))
+    if bad:
+        ctx.report("fail", "; ".join(bad), "declared ports ACTIVE at the declared rate, width, firmware and P_Keys",
+                   "RDMA port(s) differ from the declaration: %s" % "; ".join(bad),
+                   "check the cable, the switch port and the subnet manager (ibstat, iblinkinfo); update the firmware "
+                   "(mlxfwmanager) or the partition (P_Key) membership, or fix the declaration")
+        return
+    down = [n for n, p in sorted(got.items()) if str(p.get("state") or "").upper() != "ACTIVE"
+            and n not in [_port_name(w) for w in declared]]
+    shown = "; ".join("%s %s %s%s" % (n, p.get("state"), ("%g Gb/s" % p["rate_gbps"]) if p.get("rate_gbps") else "?",
+                                      " %s" % p.get("link_layer") if p.get("link_layer") else "") for n, p in sorted(got.items()))
+    if down:
+        ctx.report("warn", shown, "ACTIVE",
+                   "RDMA port(s) not ACTIVE and not declared: %s (an uncabled port is fine; a training port is not)"
+                   % ", ".join(down),
+                   "declare the ports this node must have in dlrack_hw.fabric.ports (state, rate_gbps, width, fw, pkeys) "
+                   "so a down port fails, or cable it")
+    else:
+        ctx.report("pass", shown, "ACTIVE, as declared" if declared else "ACTIVE",
+                   "%d RDMA port(s) ACTIVE%s" % (len(got), " and as declared" if declared else ""))
+
+
+def check_ib_errors(ctx):
+    if not isinstance(ctx.hw.get("fabric"), dict) or ctx.hw.get("fabric").get("ports") is None:
+        return
+    ports = [p for p in _ports(ctx.hw) if isinstance(p.get("counter_rates"), dict)]
+    if not ports:
+        ctx.skip("no RDMA port counters read twice in this run")
+        return
+    growing, total = [], []
+    for port in ports:
+        for name in SICK_COUNTERS:
+            rate = port["counter_rates"].get(name)
+            if isinstance(rate, dict) and (rate.get("delta") or 0) > 0:
+                growing.append("%s %s +%d in %ss (%s/s)" % (_port_name(port), name, rate["delta"], port.get("interval_s"),
+                                                          rate.get("per_s")))
+            value = (port.get("counters") or {}).get(name)
+            if value:
+                total.append("%s %s %d" % (_port_name(port), name, value))
+    if growing:
+        ctx.report("fail", "; ".join(growing), "no symbol error, link down or buffer overrun during the run",
+                   "RDMA link errors are growing now: %s" % "; ".join(growing),
+                   "reseat or replace the cable/transceiver of the named port, check the switch side (ibqueryerrors); "
+                   "drain the node from multi-node jobs until the counters stop")
+    else:
+        ctx.report("pass", "; ".join(total) or "0", "no growth during the run",
+                   "no RDMA error counter grew during the %ss between the two reads%s"
+                   % (ports[0].get("interval_s"), " (earlier totals: %s)" % "; ".join(total) if total else ""))

@@ -1044,6 +1044,21 @@ def _check_fabric_rails(ctx):
     platform.check_rail_alignment(ctx)
 
 
+@rule("fabric.ib_ports", "RDMA ports ACTIVE at the declared rate, width, firmware and P_Keys", "error",
+      doc="each InfiniBand/RoCE port of /sys/class/infiniband against `fabric.ports` of the declaration (state, "
+          "rate_gbps, width, fw, link_layer, pkeys); without a declaration a port that is not ACTIVE is a warning",
+      shadow=True)
+def _check_fabric_ports(ctx):
+    platform.check_ib_ports(ctx)
+
+
+@rule("fabric.ib_errors", "no RDMA link errors growing during the run", "error",
+      doc="symbol errors, link downed and excessive buffer overruns of each RDMA port, read twice in one run (>= 0.5 s "
+          "apart): any growth fails; totals from before the run are shown, not judged", shadow=True)
+def _check_fabric_errors(ctx):
+    platform.check_ib_errors(ctx)
+
+
 @rule("power.psu_capacity", "the PSUs carry the GPUs' power limits and the CPUs' TDP", "error",
       doc="usable PSU capacity (SMBIOS type 39 or declared `power.psus`; N+1: the largest PSU left out when 2 or more) "
           ">= the GPUs' power limits (NVML) + the CPUs' TDP (catalogue); a PSU reporting 0 W or Unknown, or no table = "

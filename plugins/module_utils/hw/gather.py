@@ -54,6 +54,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci as g
 from ansible_collections.dlrack.node.plugins.module_utils.hw import pcie_tree
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather as gpu_faults_gather
 from ansible_collections.dlrack.node.plugins.module_utils.hw import power as hw_power
+from ansible_collections.dlrack.node.plugins.module_utils.hw import fabric as hw_fabric
 from ansible_collections.dlrack.node.plugins.module_utils.system import command
 
 try:
@@ -408,6 +409,8 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["gpus"] = section("gpus", lambda: _gather_gpus(rd, run, tools, errors))
         # issue 32: the PCIe tree around the GPUs (hw/pcie_tree.py), one read-only sysfs pass
         doc["pcie"] = section("pcie", lambda: pcie_tree.read_sysfs(root, errors))
+        # issue 32: RDMA ports (hw/fabric.py); their error counters are read again at the end
+        ib_sampler = section("fabric", lambda: hw_fabric.Sampler(root, errors))
         # issue 32: PSUs (SMBIOS type 39, root only, no command) and the GPUs' power limits (hw/power.py)
         doc["power"] = section("power", lambda: hw_power.gather_power(
             run, tools.get("nvidia-smi"), errors, root, _listdir, lambda path: pcie_tree._read_bytes(path, 65536)))
@@ -427,6 +430,8 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
                                         lambda option, name: _tool(option, name, root, True))
         doc["versions"] = section("versions", lambda: hw_versions.gather_versions(
             rd, run, ver_tools, lambda name: find_tool(name, root), doc["gpus"], is_root, errors))
+    if "gpus" in want and ib_sampler is not None:
+        doc["fabric"] = section("fabric", ib_sampler.finish)
     doc["errors"] = _bounded(errors)
     return doc
 
