@@ -35,7 +35,7 @@ BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 def boot_id(path=BOOT_ID_PATH):
     try:
         with open(path) as handle:
-            return handle.read(64).strip() or None
+            return handle.read(64).strip().replace("-", "") or None    # the journal's _BOOT_ID form
     except (OSError, IOError):
         return None
 

@@ -168,3 +168,12 @@ def test_amd_ras_forms_from_the_driver_source():
         ("ras_uncorrectable", "memory", "reset_gpu"), ("poison_consumed", "memory", "reset_gpu"),
         ("bad_page_threshold", "memory", "service"), ("gpu_reset_failed", "driver", "reboot")]
     assert events[0]["count"] == 2 and events[0]["block"] == "umc"
+
+
+def test_embedded_copy_is_catalog_json():
+    """Ansible ships only Python module_utils to a node: catalog_embedded.py carries catalog.json."""
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import catalog, catalog_embedded
+    with open(os.path.join(os.path.dirname(catalog.__file__), "catalog_embedded.py")) as handle:
+        assert handle.read() == catalog.render_embedded(), "regenerate catalog_embedded.py with catalog.render_embedded()"
+    import json
+    assert json.loads(catalog_embedded.CATALOG_JSON) == load_catalog()

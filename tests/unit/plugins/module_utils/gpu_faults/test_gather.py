@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+"""dlrack_hw.gpu_faults for the gatherer: the H200's real nvidia-smi -q -x idle read, rated against a
+previous read; a journal file the test writes stands in for the node's journal (read-only)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import time
+
+import pytest
+
+from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather, readers
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+import journalfile
+from testpaths import DATA
+
+XID = os.path.join(DATA, "real", "xid")
+
+
+def xml():
+    with open(os.path.join(XID, "h200-vm-nvidia-smi-q-x.xml")) as handle:
+        return handle.read()
+
+
+def test_counters_section_and_state(tmp_path):
+    first = gather.counters_section(xml(), None, now=1000.0)
+    assert first["interval_s"] is None and first["rules"] == [] and first["gpus"]["0000:00:06.0"]["pcie_replays"] == 0
+    path = str(tmp_path / "c.json")
+    gather.write_counter_state(path, first["gpus"], now=1000.0)
+    prev = gather.read_counter_state(path)
+    bumped = xml().replace("<replay_counter>0</replay_counter>", "<replay_counter>900</replay_counter>")   # the one changed figure
+    second = gather.counters_section(bumped, prev, now=1060.0)
+    assert second["interval_s"] == 60.0 and second["rules"] == ["gpu.pcie_replays"]
+    assert gather.read_counter_state(str(tmp_path / "missing")) is None
+
+
+def test_not_for_a_captured_tree():
+    assert gather.gather_faults("/some/tree", None, None, []) is None
+
+
+@pytest.mark.skipif(not journalfile.available(), reason="systemd-journal-remote is not installed")
+def test_gather_faults_document_validates(tmp_path):
+    with open(os.path.join(XID, "gpu-operator-1146-xid48.txt")) as handle:
+        line = handle.read().split("kernel: ", 1)[1].strip()
+    # this boot's id and a time of an hour ago: the journal of the node being gathered
+    jf = journalfile.write_journal(str(tmp_path / "k.journal"), [line], boot_id=readers.boot_id().replace("-", ""),
+                                   start_realtime_us=int((time.time() - 3600) * 1e6))
+
+    def run(argv):
+        assert argv[1:] == ["-q", "-x"]
+        return (0, xml(), "")
+
+    errors = []
+    doc = gather.gather_faults("/", run, "nvidia-smi", errors, conf={"source": "journal", "journal_file": jf})
+    assert errors == [] and doc["rules"] == ["gpu.xid"] and doc["counters"]["gpus"]["0000:00:06.0"]["remapped_pending"] is False
+    hw = {"schema": 1, "source": "gathered", "gpu_faults": json.loads(json.dumps(doc))}
+    clean, problems = check_hw(hw)
+    assert problems == [] and clean["gpu_faults"]["rules"] == ["gpu.xid"]
