@@ -26,6 +26,7 @@ __metaclass__ = type
 
 import os
 import re
+import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import stack
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import natural_key, readlink_base
@@ -36,6 +37,30 @@ MAX_ETHTOOL = 16     # ethtool -i calls per gather
 KEYS = ("kernel", "gpu_driver", "cuda_driver", "cuda_runtime", "rocm", "nccl", "rccl", "fabric_manager", "dcgm",
         "ofed", "bmc")
 IPMI_DEVICES = ("/dev/ipmi0", "/dev/ipmi/0", "/dev/ipmidev/0")
+# The commands of this section (ethtool, ofed_info, ipmitool, nv-fabricmanager; each bounded by the
+# gatherer's runner) share this budget: once it is spent the rest are not started, one line says so.
+BUDGET_S = 30
+
+
+class _Budget(object):
+    """``run`` that stops starting commands once ``budget_s`` seconds have gone by."""
+
+    def __init__(self, run, errors, budget_s=BUDGET_S, clock=time.monotonic):
+        self._run, self._errors, self._clock = run, errors, clock
+        self._end = clock() + budget_s
+        self.budget_s = budget_s
+        self.skipped = []
+
+    def __call__(self, argv):
+        if self._clock() > self._end:
+            self.skipped.append(os.path.basename(str(argv[0])))
+            return (None, "", "")
+        return self._run(argv)
+
+    def report(self):
+        if self.skipped:
+            self._errors.append("versions: %s not run: the %d s budget of the version commands was spent"
+                                % (", ".join(sorted(set(self.skipped))), self.budget_s))
 clean = stack.clean
 
 
@@ -92,12 +117,8 @@ def _nics(rd, run, find, errors):
                "bus": clean(readlink_base(os.path.join(d, "device")))}
         if ethtool and calls < MAX_ETHTOOL:
             calls += 1
-            res = run([ethtool, "-i", name])
-            failed = command_failure(res, "ethtool -i %s" % name)
-            if failed:
-                errors.append(failed)
-            else:
-                info = parse_ethtool_i(res[1])
+            info = _command(run, [ethtool, "-i", name], "ethtool -i %s" % name, parse_ethtool_i, errors)
+            if info:
                 nic["firmware"] = info["firmware"]
                 nic["driver"] = nic["driver"] or info["driver"]
                 nic["driver_version"] = nic["driver_version"] or info["version"]
@@ -107,6 +128,8 @@ def _nics(rd, run, find, errors):
 
 def _command(run, argv, what, parse, errors):
     res = run(argv)
+    if res[0] is None:     # not started: the budget is spent (_Budget)
+        return None
     failed = command_failure(res, what)
     if failed:
         errors.append(failed)
@@ -119,6 +142,7 @@ def gather_versions(rd, run, tools, find, gpus, is_root, errors):
     vendor seam's {tool: path}; ``find(name)``: a tool's path or None; ``gpus``: the node's GPU
     entries (None when not gathered); ``is_root``: whether the BMC may be asked."""
     out = dict.fromkeys(KEYS)
+    run = _Budget(run, errors)
     out["kernel"] = clean(rd.text(rd.path("/proc/sys/kernel/osrelease")))
     dmi = "/sys/class/dmi/id/"
     out["bios"] = {"vendor": clean(rd.text(rd.path(dmi + "bios_vendor"))),
@@ -136,4 +160,5 @@ def gather_versions(rd, run, tools, find, gpus, is_root, errors):
     ipmitool = find("ipmitool")
     if ipmitool and is_root and any(os.path.exists(rd.path(p)) for p in IPMI_DEVICES):
         out["bmc"] = _command(run, [ipmitool, "mc", "info"], "ipmitool mc info", parse_ipmi_mc_info, errors)
+    run.report()
     return out

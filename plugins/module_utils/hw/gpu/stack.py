@@ -175,10 +175,10 @@ def nvidia_stack(rd, run, tools, find, errors):
     fm = find("nv-fabricmanager")
     if fm:
         res = run([fm, "--version"])
-        failed = command_failure(res, "nv-fabricmanager --version")
+        failed = command_failure(res, "nv-fabricmanager --version") if res[0] is not None else None
         if failed:
             errors.append(failed)
-        else:
+        elif res[0] is not None:    # None: not started, the version commands' budget is spent (hw/versions.py)
             out["fabric_manager"] = parse_fabricmanager_version((res[1] or "") + "\n" + (res[2] or ""))
     return out
 

@@ -200,3 +200,27 @@ def test_gather_runs_the_xml_once(tmp_path):
     assert doc["versions"]["gpus"][0]["vbios"] == "96.00.A5.00.1A"
     assert doc["versions"]["kernel"] == "5.11.0-22-generic"
     assert "versions" not in gather(root=root, run_command=run, is_root=False, subset=["cpu"])
+
+
+def test_the_version_commands_share_one_budget(tmp_path):
+    """Each command is bounded by the runner; together they stop after BUDGET_S: a node whose
+    ethtool hangs to its limit on every interface costs the budget, not 16 limits."""
+    root = _node(tmp_path)
+    for i in range(1, 6):
+        os.makedirs(os.path.join(root, "sys/class/net/eth%d" % i))
+        os.symlink("../../../devices/pci0000:00/0000:00:1f.6", os.path.join(root, "sys/class/net/eth%d/device" % i))
+    now = [0.0]
+    ran = []
+
+    def run(argv):
+        ran.append(os.path.basename(argv[0]))
+        now[0] += 20.0           # every command runs 20 s
+        return (0, read(real("versions", "node_exporter-ethtool-i-eth0.txt")), "")
+
+    errors = []
+    budget = versions._Budget(run, errors, clock=lambda: now[0])
+    got = versions._nics(SysReader(root, []), budget, _find(root, ("ethtool",)), errors)
+    budget.report()
+    assert ran == ["ethtool", "ethtool"]          # 0 s and 20 s: started; 40 s: past the 30 s budget
+    assert [n["firmware"] for n in got if n["kind"] == "ethernet"] == ["0.5-4", "0.5-4", None, None, None, None]
+    assert errors == ["versions: ethtool not run: the 30 s budget of the version commands was spent"]
