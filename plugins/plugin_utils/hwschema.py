@@ -225,6 +225,9 @@ TOP_FIELDS = {
     "errors": "data",
     "notes": "data",
     "versions": ("dict", _VERSIONS_FIELDS),
+    # issue 29: GPU fault events and counters judged on the node (module_utils/gpu_faults/gather.py)
+    "gpu_faults": ("dict", {"catalog_version": "str", "source": "str", "rules": "data", "gpus": "data", "workload": "data",
+                            "events": "data", "events_total": "data", "notes": "data", "counters": "data"}),
 }
 
 

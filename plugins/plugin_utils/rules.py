@@ -982,6 +982,84 @@ def _check_gpu_ecc(ctx):
         ctx.report("pass", "enabled", "enabled", "ECC enabled on all GPUs that support it")
 
 
+# GPU faults over time (issue 29): the kernel log's Xid/SXid/amdgpu events judged per GPU by the node
+# (module_utils/gpu_faults) and the counters beside them, in dlrack_hw.gpu_faults (gathered only).
+_FAULT_REMEDY = {
+    "reset_gpu": "drain the node's jobs from the GPU and reset it (nvidia-smi -r -i <bus id>, or reboot the node); "
+                 "if the same code comes back on that GPU after the reset, service it",
+    "reboot": "drain the node and reboot it (a GPU off the bus or a fabric fault does not come back without one); "
+              "if it happens again after the reboot, reseat the GPU/riser and check its power, then service it",
+    "service": "the same hardware fault survived a reboot: drain the node and open a service case for the GPU "
+               "(run the vendor's field diagnostics; RMA criteria: NVIDIA's memory error management guide)",
+}
+_FAULT_RULE_TEXT = {
+    "gpu.xid": ("GPU fault events (Xid, amdgpu RAS)", "no Xid/amdgpu event in this boot calls for a reset, reboot or service"),
+    "gpu.nvlink_errors": ("NVLink/NVSwitch faults", "no NVLink Xid or NVSwitch SXid calls for action and the NVLink error counters do not grow"),
+    "gpu.pcie_replays": ("PCIe replays", "the PCIe replay counters grow slower than the limit"),
+    "gpu.lost": ("GPUs lost", "every GPU on the bus answers its driver; no GPU fell off the bus in this boot"),
+}
+
+
+def _check_gpu_faults(ctx, rule_id):
+    faults = ctx.hw.get("gpu_faults")
+    if not isinstance(faults, dict):
+        return                  # older facts and declared racks: no outcome, as before the rule existed
+    what, ok = _FAULT_RULE_TEXT[rule_id]
+    counters = faults.get("counters") if isinstance(faults.get("counters"), dict) else {}
+    failing, worst = [], "reset_gpu"
+    ranks = ("none", "check_workload", "reset_gpu", "reboot", "service")
+    for bus, gpu in sorted((faults.get("gpus") or {}).items()):
+        if not isinstance(gpu, dict) or rule_id not in (gpu.get("rules") or []):
+            continue
+        codes = ", ".join("%s x%s" % (c.get("code"), c.get("count")) for c in (gpu.get("codes") or [])[:6] if isinstance(c, dict))
+        failing.append("%s (%s: %s)" % (bus, gpu.get("action"), codes))
+        if gpu.get("action") in ranks and ranks.index(gpu["action"]) > ranks.index(worst):
+            worst = gpu["action"]
+    for bus, rules in sorted((counters.get("by_gpu") or {}).items()):
+        if isinstance(rules, list) and rule_id in rules:
+            failing.append("%s (counters)" % bus)
+    notes = [str(n) for n in (counters.get("notes") or []) if isinstance(n, str)][:5]
+    if rule_id == "gpu.pcie_replays" and counters.get("interval_s") is None and not failing:
+        ctx.skip("the PCIe replay rate needs two reads (the ECC collector keeps the previous one)")
+    elif failing:
+        ctx.report("fail", "; ".join(failing)[:600], ok,
+                   "%s on %s: %s%s" % (what, ctx.name, "; ".join(failing)[:600], (" (" + "; ".join(notes)[:300] + ")") if notes else ""),
+                   _FAULT_REMEDY.get(worst, _FAULT_REMEDY["reset_gpu"]) if rule_id != "gpu.pcie_replays" else
+                   "reseat the GPU and its riser or cable, check the slot's PCIe generation in the BIOS; service the GPU or "
+                   "the board if the replays keep growing")
+    else:
+        workload = ", ".join(str(w) for w in (faults.get("workload") or [])[:5])
+        ctx.report("pass", "%s event(s)%s" % (faults.get("events_total", 0), "; workload: " + workload if workload else ""), ok,
+                   "%s: %s (catalog %s)" % (what, ok, faults.get("catalog_version")))
+
+
+@rule("gpu.xid", "no GPU fault event (Xid, amdgpu RAS) calls for a reset, reboot or service", "error",
+      doc="the kernel log's Xid and amdgpu events, judged per GPU over time (module_utils/gpu_faults: NVIDIA's Xid "
+          "catalog, bursts as one event, the same code on most GPUs at once = the workload, a repeat on one GPU = "
+          "hardware, the same hardware code after a reboot = service), and remapped rows pending/failed", shadow=True)
+def _check_gpu_xid(ctx):
+    _check_gpu_faults(ctx, "gpu.xid")
+
+
+@rule("gpu.nvlink_errors", "no NVLink fault: Xid/SXid events and NVLink error counters", "error",
+      doc="NVLink Xids (74, 144-150, ...), NVSwitch SXids calling for action, and NVLink CRC/replay/recovery "
+          "counters growing between two reads", shadow=True)
+def _check_gpu_nvlink_errors(ctx):
+    _check_gpu_faults(ctx, "gpu.nvlink_errors")
+
+
+@rule("gpu.pcie_replays", "the PCIe replay counter grows slowly", "warning",
+      doc="each GPU's PCIe replay counter grows by at most 100 per hour between two reads", shadow=True)
+def _check_gpu_pcie_replays(ctx):
+    _check_gpu_faults(ctx, "gpu.pcie_replays")
+
+
+@rule("gpu.lost", "no GPU fell off the bus or stopped answering its driver", "error",
+      doc="no Xid 79 / 'fallen off the bus' in this boot, and every GPU on the PCI bus answers nvidia-smi", shadow=True)
+def _check_gpu_lost(ctx):
+    _check_gpu_faults(ctx, "gpu.lost")
+
+
 # The platform around the GPUs, hop by hop (issue 32): the checks live in plugin_utils/platform.py.
 
 @rule("pcie.path_link", "every hop of each GPU/NIC/NVMe path at the lower of its two ends' limits", "error",

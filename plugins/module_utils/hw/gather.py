@@ -415,7 +415,7 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         doc["power"] = section("power", lambda: hw_power.gather_power(
             run, tools.get("nvidia-smi"), errors, root, _listdir, lambda path: pcie_tree._read_bytes(path, 65536)))
         # issue 29: GPU fault events of this boot and the counters beside them (live node with GPUs only)
-        if doc["gpus"]:
+        if doc["gpus"] and root in ("/", ""):
             doc["gpu_faults"] = section("gpu_faults", lambda: gpu_faults_gather.gather_faults(
                 root, run, tools.get("nvidia-smi"), errors, gpus=doc["gpus"]))
     if "disks" in want:
