@@ -18,8 +18,9 @@ between runs:
   (``dlrack_gpu_ecc_uncorrected_errors_total{scope="volatile"}`` > 0) or a failed row remap;
 - ``storage.hot_tier_mounted``: the hot tier's mount point is mounted.
 
-A textfile that is missing or older than ``textfile_max_age_s`` gives no ECC verdict (unknown is
-not failing, and not healthy: the output says so). Then it drains its own node with the reason
+A textfile that is missing or older than ``textfile_max_age_s``, or a fresh one that says no EDAC
+controller watches the memory (``dlrack_edac_supported 0``) or holds no EDAC sample, gives no ECC
+verdict (unknown is not failing, and not healthy: the output says so). Then it drains its own node with the reason
 ``dlrack: <rule ids> health-<time>`` or resumes it - but only a drain whose run id starts with
 ``health-`` (its own): a drain by a dlrack Ansible run is the run's to lift, one by a person is
 never touched (module_utils/scheduler/slurm.py has the ownership rule).
@@ -176,6 +177,16 @@ def judge_ecc(conf, now=None):
                     % (path, age, conf["textfile_max_age_s"])]
     samples = parse_textfile(read_text(path, limit=TEXTFILE_LIMIT))
     rules, notes = set(), []
+    # A fresh textfile can still say that nothing watches the memory (no EDAC controller: the
+    # collector writes dlrack_edac_supported 0 and status unknown), or hold no EDAC sample at all:
+    # unknown is never healthy (issue 30.8), so it is a note and memory.ecc_errors is not judged.
+    edac = [(n, l, v) for n, l, v in samples if n in ("dlrack_edac_supported", "dlrack_edac_status")]
+    if not edac:
+        notes.append("ECC: %s has no dlrack_edac_* sample: ECC state unknown (is it the dlrack-ecc-collector's?)" % path)
+    elif any(n == "dlrack_edac_supported" and v == 0 for n, l, v in edac) or any(
+            n == "dlrack_edac_status" and l.get("status") == "unknown" and v == 1 for n, l, v in edac):
+        notes.append("ECC: %s says no EDAC memory controller is registered: memory error state unknown, not judged "
+                     "(load the platform's EDAC driver; roles/ecc_monitor names it)" % path)
     edac_ue = sum(v for n, l, v in samples if n == "dlrack_edac_uncorrected_errors_total")
     if edac_ue > 0:
         rules.add("memory.ecc_errors")
@@ -272,6 +283,8 @@ def judge(conf, now=None):
     notes.extend(ecc_notes)
     if any("ECC state unknown" in n for n in ecc_notes):
         unknown.update(("memory.ecc_errors", "gpu.ecc_errors"))
+    elif any("memory error state unknown" in n for n in ecc_notes) and "memory.ecc_errors" not in ecc_rules:
+        unknown.add("memory.ecc_errors")
     if conf["hot_mount"]:
         is_mounted = mounted(conf["root"], conf["hot_mount"])
         if is_mounted is None:
@@ -401,7 +414,7 @@ def validate_return(conf, now=None, copy_runner=None):
     ecc_rules, ecc_notes = judge_ecc(conf, now)
     if ecc_rules:
         problems.extend(ecc_notes)
-    elif any("ECC state unknown" in n for n in ecc_notes):
+    elif any("ECC state unknown" in n or "memory error state unknown" in n for n in ecc_notes):
         notes.append("return validation: " + ecc_notes[0])
     if not problems and conf["return_copy"]:
         ok, note = copy_check(conf, accepted, copy_runner)
