@@ -48,7 +48,8 @@ def rules_table(rules):
     defaults = dict((k, _g(v)) for k, v in rules.DEFAULT_THRESHOLDS.items())
     lines = ["| id | rule | default severity (profile `training`) |", "|---|---|---|"]
     for r in rules.registry():
-        lines.append("| `%s` | %s | %s |" % (r.id, _cell(r.doc.format(**defaults)), r.severity))
+        severity = r.severity + (" (shadow: a warning until enforced)" if getattr(r, "shadow", False) and r.severity == "error" else "")
+        lines.append("| `%s` | %s | %s |" % (r.id, _cell(r.doc.format(**defaults)), severity))
     return lines
 
 
