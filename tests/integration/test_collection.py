@@ -282,3 +282,19 @@ def test_installed_acceptance_summary_prints_as_lines(installed):
     assert '\n        "dlrack.node acceptance: 1 host(s): ' in shown, shown
     assert '\n        "SKIP    node-1 (check mode: nothing measured)",\n' in shown, shown
     assert "\\n" not in shown, shown
+
+
+def test_readme_says_where_the_installed_example_inventory_is(installed):
+    """After installing, `ansible-galaxy collection list dlrack.node` names the folder, and the
+    README's path under it is the example fleet, which the pre-flight validates (issue 30.5)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    assert "`ansible-galaxy collection list dlrack.node`" in readme and "`dlrack/node/inventories/example` under it" in readme
+    proc = _run(["ansible-galaxy", "collection", "list", "dlrack.node"], cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    folders = re.findall(r"^# (\S+/ansible_collections)$", proc.stdout, re.M)
+    assert folders == [os.path.join(installed["collections"], "ansible_collections")], proc.stdout
+    inv = os.path.join(folders[0], "dlrack", "node", "inventories", "example")
+    proc = _run(["ansible-playbook", "dlrack.node.preflight", "-i", inv, "-e", "dlrack_report_dir=installed-example",
+                 "-e", "dlrack_fail_on=never"], cwd=installed["user"], env=installed["env"])
+    assert proc.returncode == 0 and "dlrack.node preflight: 9 host(s)" in proc.stdout, proc.stdout[-3000:]

@@ -13,12 +13,15 @@ A block with neither fails this test. Blocks that run:
 - ``yaml`` blocks marked ``<!-- run: playbook -->``: written to a file and run with
   ``ansible-playbook -i inventories/example FILE``.
 
-Where they run: a scratch clone (the files git would commit, copied to a temporary folder outside
-this checkout), with dlrack.node built from that clone and installed from the tarball into an
-empty collections path (ANSIBLE_COLLECTIONS_PATH, plus ansible.posix and community.general), no
-ANSIBLE_* of this project and no ANSIBLE_CONFIG, the project's .venv/bin on PATH (ansible-core,
-ansible-runner), PYTHONPATH the installed collections path. The blocks of one file run in the
-order they are written, in the same clone, as a reader following the page would.
+Where they run: as a user runs them (issue 30.4) - a scratch clone (the files git would commit,
+copied to a temporary folder outside this checkout) set up as ``make demo`` leaves a clone
+(``.collections/ansible_collections/dlrack/node`` linking the clone itself, ansible.posix,
+community.general, containers.podman and kubernetes.core beside it, as scripts/bootstrap.sh
+links them), the project's .venv/bin first on PATH (the README says to activate .venv), a HOME
+of its own, and nothing a user's plain shell lacks: no ANSIBLE_* variable (no
+ANSIBLE_COLLECTIONS_PATH, ANSIBLE_CONFIG or ANSIBLE_HOME: the clone's ansible.cfg is what Ansible
+finds), no PYTHONPATH. The blocks of one file run in the order they are written, in the same
+clone, as a reader following the page would.
 """
 import glob
 import os
@@ -26,8 +29,8 @@ import re
 import subprocess
 
 import pytest
-from testpaths import ROOT, build_collection, tracked_copy
-from user_install import DEPS, VENV_BIN, clean_env, run
+from testpaths import ROOT, tracked_copy
+from user_install import DEPS, VENV_BIN
 
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, ".git")),
                                 reason="needs a git checkout (copies the files git would commit)")
@@ -121,21 +124,43 @@ def test_every_document_has_its_blocks_found():
     assert {p.values[0] for p in BLOCKS} >= {"README.md", "docs/catalogue.md", "roles/preflight/README.md"}
 
 
+DEP_COLLECTIONS = ("ansible/posix", "community/general", "containers/podman", "kubernetes/core")
+
+
+def user_env(home):
+    """The environment of a user's plain shell with .venv activated: no ANSIBLE_* and no
+    PYTHONPATH (nothing the README does not tell the user to set), a HOME of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    os.makedirs(home, exist_ok=True)
+    env.update(PATH=VENV_BIN + os.pathsep + env.get("PATH", ""), HOME=home, VIRTUAL_ENV=os.path.dirname(VENV_BIN),
+               PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def user_clone(dest):
+    """A scratch clone as `make demo` leaves one: the files git would commit, and .collections
+    linking the clone as dlrack.node and the dependencies beside it (scripts/bootstrap.sh)."""
+    src = tracked_copy(dest)
+    coll = os.path.join(src, ".collections", "ansible_collections")
+    os.makedirs(os.path.join(coll, "dlrack"))
+    os.symlink(src, os.path.join(coll, "dlrack", "node"))
+    for name in DEP_COLLECTIONS:
+        os.makedirs(os.path.join(coll, os.path.dirname(name)), exist_ok=True)
+        os.symlink(os.path.join(DEPS, "ansible_collections", name), os.path.join(coll, name))
+    return src
+
+
+def test_the_doc_environment_is_a_plain_shell(tmp_path):
+    env = user_env(str(tmp_path / "home"))
+    assert not [k for k in env if k.startswith("ANSIBLE_")] and "PYTHONPATH" not in env
+
+
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
-    """A scratch clone with dlrack.node installed from its tarball into an empty collections path."""
+    """A scratch clone as a user has it after `make demo`, and a user's plain shell."""
     tmp = str(tmp_path_factory.mktemp("docblocks"))
-    env = clean_env(tmp)
-    src = tracked_copy(os.path.join(tmp, "clone"))
-    built = os.path.join(tmp, "built")
-    os.makedirs(built)
-    tarball = build_collection(built, env)
-    dest = os.path.join(tmp, "collections")
-    proc = run(["ansible-galaxy", "collection", "install", "--offline", "-p", dest, tarball], cwd=tmp,
-               env=dict(env, ANSIBLE_COLLECTIONS_PATH=DEPS))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    env.update(ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([dest, DEPS]), PYTHONPATH=dest)
-    return {"dir": src, "env": env, "tmp": tmp}
+    src = user_clone(os.path.join(tmp, "clone"))
+    return {"dir": src, "env": user_env(os.path.join(tmp, "home")), "tmp": tmp}
 
 
 @pytest.mark.parametrize("rel,line,lang,body,marker", BLOCKS)
@@ -169,3 +194,20 @@ def test_doc_block(clone, rel, line, lang, body, marker):
     for noise in noise + (["[ERROR]"] if want == 0 else []):   # a block that must fail says why in [ERROR]
         assert noise not in out, "%s:%d:\n%s" % (rel, line, out[-4000:])
     assert ROOT not in out, "%s:%d used this checkout instead of the scratch clone" % (rel, line)
+
+
+def test_readme_says_how_to_reach_the_commands_after_make_demo(tmp_path):
+    """After `make demo` the README's next commands (ansible-playbook, ansible-galaxy, python) are
+    in .venv/bin, which only make put on PATH: the README says to activate it, and that line works
+    in a plain shell whose PATH lacks .venv/bin (issue 30.5)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    first = readme[readme.index("## The two commands"):readme.index("## The four uses")]
+    assert "`. .venv/bin/activate`" in first and "`.venv/bin/ansible-playbook ...`" in first
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(os.path.join(ROOT, ".venv"))),
+               HOME=str(tmp_path))
+    proc = subprocess.run(["bash", "-c", "command -v ansible-playbook || echo missing; . .venv/bin/activate && command -v ansible-playbook"],
+                          cwd=ROOT, env=env, stdout=subprocess.PIPE, universal_newlines=True, check=False)
+    lines = proc.stdout.split()
+    assert proc.returncode == 0 and lines[-1] == os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), proc.stdout
