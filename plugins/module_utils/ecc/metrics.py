@@ -38,6 +38,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 
 DEFAULT_TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 DEFAULT_TEXTFILE_NAME = "dlrack_ecc.prom"
+DEFAULT_GPU_FAULTS_STATE = "/var/lib/dlrack/gpu-faults-collector.json"   # the collector's own read position
 STATUSES = ("ok", "warning", "error", "unknown")
 NVIDIA_SMI_OUTPUT_LIMIT = 16 * 1024 * 1024   # bytes; nvidia-smi -q -x prints about 30 KiB per GPU
 
@@ -150,6 +151,13 @@ _FAMILIES = (
     ("dlrack_gpu_remapped_rows_pending", "gauge", "1 when row remapping is pending a GPU reset."),
     ("dlrack_gpu_remapped_rows_failed", "gauge",
      "1 when row remapping failed (the GPU needs service)."),
+    ("dlrack_gpu_faults_collector_up", "gauge",
+     "1 when the kernel log was read for GPU fault events (gpu_faults), 0 when it could not be; absent when off."),
+    ("dlrack_gpu_fault_events_total", "counter",
+     "GPU fault events (Xid, SXid, amdgpu) this boot per GPU and class (application, driver, memory, nvlink, "
+     "thermal_power, bus, unknown); a burst counts its repeats. gpu=\"node\" when the line names no GPU."),
+    ("dlrack_gpu_fault_action", "gauge",
+     "What the GPU's fault events call for now: 0 none, 1 check the workload, 2 reset the GPU, 3 reboot, 4 service."),
     ("dlrack_ecc_collector_last_run_timestamp_seconds", "gauge",
      "Unix time the ECC collector last wrote this file."),
     ("dlrack_ecc_collector_duration_seconds", "gauge", "Time the ECC collector took."),
@@ -286,14 +294,49 @@ def add_amd_gpu_metrics(metrics, gpus, up=None):
             metrics.add("dlrack_gpu_retired_pages_pending", 1 if pages["pending"] else 0, ids)
 
 
+FAULT_CLASSES = ("application", "driver", "memory", "nvlink", "thermal_power", "bus", "unknown")
+FAULT_ACTIONS = ("none", "check_workload", "reset_gpu", "reboot", "service")
+MAX_FAULT_GPUS = 64
+
+
+def add_gpu_fault_metrics(metrics, faults):
+    """The gpu_faults verdict (gpu_faults.cli.check) as bounded series: GPU x class, GPU x one level."""
+    if faults is None:
+        return
+    metrics.add("dlrack_gpu_faults_collector_up", 0 if faults.get("unreadable") else 1)
+    counts = faults.get("since_boot") or {}
+    for bus in sorted(counts)[:MAX_FAULT_GPUS]:
+        for cls, value in sorted(counts[bus].items()):
+            if cls in FAULT_CLASSES and _is_count(value):
+                metrics.add("dlrack_gpu_fault_events_total", value, {"gpu": bus, "class": cls})
+    gpus = faults.get("gpus") or {}
+    for bus in sorted(set(counts) | set(gpus))[:MAX_FAULT_GPUS]:
+        action = (gpus.get(bus) or {}).get("action", "none")
+        metrics.add("dlrack_gpu_fault_action", FAULT_ACTIONS.index(action) if action in FAULT_ACTIONS else 0, {"gpu": bus})
+
+
+def gpu_fault_verdict(conf):
+    """gpu_faults.cli.check with the collector's own state; None when the package is not installed."""
+    try:
+        from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.cli import check
+    except ImportError:
+        return None
+    verdict = check(conf)
+    verdict["unreadable"] = verdict.get("source") is None or any(
+        "cannot" in n or "needs root" in n for n in verdict.get("notes", []))
+    return verdict
+
+
 def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=None,
-                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None, amd_gpus=None, amd_up=None):
+                   budget_24h=DEFAULT_BUDGET_24H, now=None, duration_s=None, amd_gpus=None, amd_up=None,
+                   gpu_faults=None):
     """The whole textfile as a string (pure: no file or process access)."""
     metrics = _new_metrics()
     findings = assess_ecc(edac, uptime_s=uptime_s, budget_24h=budget_24h)
     add_edac_metrics(metrics, edac, detection=detection, findings=findings, budget_24h=budget_24h)
     add_gpu_metrics(metrics, gpus, up=gpu_up)
     add_amd_gpu_metrics(metrics, amd_gpus, up=amd_up)
+    add_gpu_fault_metrics(metrics, gpu_faults)
     metrics.add("dlrack_ecc_collector_last_run_timestamp_seconds",
                 float(now if now is not None else time.time()))
     if duration_s is not None:
@@ -365,7 +408,7 @@ def _report_errors(errors, stream=None):
 
 
 def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_BUDGET_24H,
-            virtualization=None, now=None):
+            virtualization=None, now=None, gpu_faults=None):
     """Gather everything from ``root`` (a live or captured tree) and render the textfile."""
     started = time.time()
     edac = read_edac_sysfs(root)
@@ -379,24 +422,31 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
     amd_gpus, amd_up = amd_gpus_from_sysfs(root, amd_errors)
     if amd_up is not None:
         _report_errors(amd_errors)
+    faults = gpu_fault_verdict(gpu_faults) if gpu_faults is not None else None
+    if faults is not None:
+        _report_errors([n for n in faults.get("notes", []) if "cannot" in n or "needs root" in n or "limit" in n])
     return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
                           uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
-                          duration_s=time.time() - started, amd_gpus=amd_gpus, amd_up=amd_up)
+                          duration_s=time.time() - started, amd_gpus=amd_gpus, amd_up=amd_up,
+                          gpu_faults=faults)
 
 
 USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name FILE]
                             [--budget-24h N] [--nvidia-smi PATH|none] [--nvidia-smi-xml FILE]
                             [--virtualization TYPE] [--stdout] [--assess]
+                            [--gpu-faults-state FILE|none] [--kernel-log FILE]
 Writes dlrack_* ECC metrics atomically to <textfile-dir>/<name> (default %s/%s).
---assess prints the memory.ecc_errors findings as JSON instead.""" % (DEFAULT_TEXTFILE_DIR,
-                                                                      DEFAULT_TEXTFILE_NAME)
+--assess prints the memory.ecc_errors findings as JSON instead. GPU fault events (gpu_faults) are read
+from the kernel log after the position kept in --gpu-faults-state (default %s; none: off);
+--kernel-log FILE replays a saved log instead (no state written).""" % (DEFAULT_TEXTFILE_DIR,
+                                                                      DEFAULT_TEXTFILE_NAME, DEFAULT_GPU_FAULTS_STATE)
 
 
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     opts = {"root": "/", "textfile-dir": DEFAULT_TEXTFILE_DIR, "name": DEFAULT_TEXTFILE_NAME,
             "budget-24h": str(DEFAULT_BUDGET_24H), "nvidia-smi": None, "nvidia-smi-xml": None,
-            "virtualization": None}
+            "virtualization": None, "gpu-faults-state": DEFAULT_GPU_FAULTS_STATE, "kernel-log": None}
     flags = set()
     while args:
         arg = args.pop(0)
@@ -423,8 +473,13 @@ def main(argv=None):
         sys.stdout.write(json.dumps(findings, indent=2, sort_keys=True) + "\n")
         return 0
     smi = None if opts["nvidia-smi"] == "none" else find_nvidia_smi(opts["nvidia-smi"])
+    faults = None
+    if opts["kernel-log"]:
+        faults = {"kernel_log": opts["kernel-log"], "state_file": os.devnull}
+    elif opts["gpu-faults-state"] != "none" and opts["root"] == "/":
+        faults = {"state_file": opts["gpu-faults-state"]}
     text = collect(root=opts["root"], nvidia_smi=smi, nvidia_smi_xml=opts["nvidia-smi-xml"],
-                   budget_24h=budget, virtualization=opts["virtualization"])
+                   budget_24h=budget, virtualization=opts["virtualization"], gpu_faults=faults)
     if "stdout" in flags:
         sys.stdout.write(text)
         return 0

@@ -139,7 +139,8 @@ def check(raw_conf, accepted_at=None, gpus=None, now=None, dry_run=False, boot=N
     verdict, new_state = judge.judge(events, state=state, now=now if now is not None else (None if source == "file" else time.time()),
                                      boot=boot, accepted_at=accepted_at, gpus=gpus)
     new_state["position"] = position
-    if not dry_run:
+    verdict["since_boot"] = since_boot(new_state, boot, judge.catalog)
+    if not dry_run and conf["state_file"] != os.devnull:
         try:
             save_state(conf["state_file"], new_state)
         except (OSError, IOError) as exc:
@@ -148,6 +149,20 @@ def check(raw_conf, accepted_at=None, gpus=None, now=None, dry_run=False, boot=N
     verdict["notes"] = ["GPU faults: %s" % n for n in notes] + ["GPU faults: %s" % n for n in verdict["notes"]]
     verdict["source"] = source
     return verdict
+
+
+def since_boot(state, boot, catalog):
+    """{bus: {class: events this boot}} from the state (bounded: the state keeps at most 64 GPUs)."""
+    out = {}
+    for bus, codes in (state.get("gpus") or {}).items():
+        for key, cstate in codes.items():
+            count = (cstate.get("since_boot") or {}).get(boot or "unknown", 0)
+            if count:
+                family, code = key.split(":", 1)
+                cls = catalog.lookup(family, code)["class"]
+                out.setdefault(bus, {})
+                out[bus][cls] = out[bus].get(cls, 0) + count
+    return out
 
 
 def event_line(event):
