@@ -595,12 +595,23 @@ def _section(hw, res, rows, cache):
     facts = [hw.get("source") or "?", "profile %s" % res.get("profile"),
              "%s x %s, %s cores" % (_show(cpu.get("sockets")), cpu.get("model") or "?", _show(cpu.get("cores"))),
              "%s RAM (%s ECC)" % (_gb(mem.get("total_mb")) or "?", mem.get("ecc") or "?"),
-             "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")]
+             _gpu_fact(hw, gpus, res)]
     topo = topology(hw) if hw else None
     prov = ", ".join("%s (%s)" % kv for kv in sorted((res.get("provenance") or {}).items()))
     return {"facts": u" \u00b7 ".join(str(x) for x in facts), "provenance": prov,
             "svg": _fragment(cache, "topology.svg.j2", topo=topo),
             "findings_table": _fragment(cache, "findings.html.j2", key=rows, rows=rows)}
+
+
+def _gpu_fact(hw, gpus, res):
+    """The GPU count of a host's facts line. A merged report (report_merge: report.json keeps the
+    findings, not the hardware document) or a declaration whose GPUs are unknown has no GPU list: the count
+    is the gpu.present finding's, else unknown - never "0 GPU(s)" beside "8 GPU(s) found"."""
+    if isinstance(hw.get("gpus"), list):
+        return "%d GPU(s)%s" % (len(gpus), (" " + str(gpus[0].get("model") or "")) if gpus else "")
+    seen = [f.get("observed") for f in res.get("findings") or () if isinstance(f, dict) and f.get("rule") == "gpu.present"
+            and isinstance(f.get("observed"), int) and not isinstance(f.get("observed"), bool)]
+    return "%d GPU(s)" % seen[0] if seen else "GPUs unknown"
 
 
 def _fragment(cache, template, key=None, **context):
