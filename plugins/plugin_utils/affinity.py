@@ -439,14 +439,18 @@ def _split(topo, units, members, reserved, include_smt, max_cores_per_gpu):
 
 
 def _amd_entry(entry, gpu):
-    """AMD/Hygon plan entries also say their vendor and device files (the render node and
-    /dev/kfd, which a job's cgroup must allow); NVIDIA entries keep their schema-1 keys."""
+    """Plan entries of other vendors than NVIDIA also say their vendor and device files (AMD/Hygon:
+    the render node and /dev/kfd; Ascend: /dev/davinciN and the driver's shared files, which a job's
+    cgroup must allow); NVIDIA entries keep their schema-1 keys."""
     vendor = gpu_seam.vendor_name(gpu)
     mod = gpu_seam.BY_NAME.get(vendor)
     if mod is None or mod is gpu_seam.nvidia:
         return
     entry["vendor"] = vendor
-    entry["render_node"] = mod.render_node(gpu)
+    if mod is gpu_seam.amd:
+        entry["render_node"] = mod.render_node(gpu)
+    if "phy_id" in gpu:
+        entry["phy_id"] = gpu.get("phy_id")
     entry["device_files"] = mod.device_files(gpu)
 
 
@@ -564,7 +568,14 @@ def gres_conf_lines(report, name="gpu", file_template=DEFAULT_GRES_FILE, gpu_typ
         if gpu_type:
             parts.append("Type=%s" % gpu_type)
         template = file_template
-        if gpu.get("vendor") in ("amd", "hygon") and file_template == DEFAULT_GRES_FILE:
+        vendor_mod = gpu_seam.BY_NAME.get(gpu.get("vendor"))
+        if vendor_mod not in (None, gpu_seam.nvidia, gpu_seam.amd) and file_template == DEFAULT_GRES_FILE:
+            device = gpu_seam.gres_file(gpu, file_template)
+            if not device:
+                raise AffinityError("gres.conf: %s %s has no known device file (gather the host, or set "
+                                    "gpu_affinity_slurm_gres_file_template)" % (vendor_mod.LABEL, gpu.get("index")))
+            template = device.replace("{", "{{").replace("}", "}}")
+        elif gpu.get("vendor") in ("amd", "hygon") and file_template == DEFAULT_GRES_FILE:
             if not gpu.get("render_node"):
                 raise AffinityError(
                     "gres.conf: %s GPU %s has no known render node (dlrack_hw.gpus[].render_node, e.g. renderD128, "

@@ -985,8 +985,7 @@ def _check_gpu_ecc(ctx):
 # GPU faults over time (issue 29): the kernel log's Xid/SXid/amdgpu events judged per GPU by the node
 # (module_utils/gpu_faults) and the counters beside them, in dlrack_hw.gpu_faults (gathered only).
 _FAULT_REMEDY = {
-    "reset_gpu": "drain the node's jobs from the GPU and reset it (nvidia-smi -r -i <bus id>, or reboot the node); "
-                 "if the same code comes back on that GPU after the reset, service it",
+    "reset_gpu": gpu_seam.nvidia.WORDING["reset_remedy"],
     "reboot": "drain the node and reboot it (a GPU off the bus or a fabric fault does not come back without one); "
               "if it happens again after the reboot, reseat the GPU/riser and check its power, then service it",
     "service": "the same hardware fault survived a reboot: drain the node and open a service case for the GPU "

@@ -295,10 +295,41 @@ def _dmi(root, name):
     return v.strip()
 
 
+# The ACPI tables a hypervisor writes name it where there is no DMI: Firecracker has no SMBIOS
+# (systemd/systemd#40326) and writes OEM ID "FIRECK" in every table and "FIRECKVM" as the FADT's
+# hypervisor vendor identity (firecracker-microvm/firecracker src/vmm/src/acpi/mod.rs at
+# 09d1a715cfe6a0323d26104cfa02e75d994baf8d: OEM_ID, HYPERVISOR_VENDOR_ID).
+_ACPI_OEM_VMS = {b"FIRECK": "firecracker"}
+_FADT_HYPERVISOR_AT = 268       # FADT (ACPI 6.0+): 8-byte Hypervisor Vendor Identity
+
+
+def _acpi_vm(root):
+    """The VM named by the firmware's FADT (/sys/firmware/acpi/tables/FACP, root only), or None."""
+    try:
+        with open(_p(root, "/sys/firmware/acpi/tables/FACP"), "rb") as fh:
+            head = fh.read(_FADT_HYPERVISOR_AT + 8)
+    except (IOError, OSError):
+        return None
+    if head[:4] != b"FACP" or len(head) < 36:
+        return None
+    vm = _ACPI_OEM_VMS.get(head[10:16])
+    if vm is None and head[_FADT_HYPERVISOR_AT:_FADT_HYPERVISOR_AT + 8] == b"FIRECKVM":
+        vm = "firecracker"
+    return vm
+
+
 def _virtualization(root, cpuinfo):
-    """systemd-detect-virt style answer from DMI, the cpuinfo hypervisor flag and container
-    markers: none | kvm | qemu | vmware | microsoft | xen | oracle | amazon | google |
-    docker | podman | container-other | vm-other."""
+    """systemd-detect-virt style answer from DMI, the firmware's ACPI tables, the cpuinfo
+    hypervisor flag and container markers: none | kvm | qemu | vmware | microsoft | xen | oracle |
+    amazon | google | firecracker | docker | podman | container-other | vm-other.
+
+    A Firecracker microVM's root filesystem is often a Docker image with its /.dockerenv left in
+    it, so that marker alone would call the VM ``docker``: the VM's own ACPI tables, which a
+    container engine hides (Docker's default spec masks /sys/firmware: moby/moby oci/defaults.go at
+    0a8650917ad0a9002ccb8e0a4724fe0dd7cdb8fc, MaskedPaths), come first."""
+    vm = _acpi_vm(root)
+    if vm:
+        return vm
     container = container_marker(root)
     if container:
         return container
@@ -413,11 +444,11 @@ def gather(root="/", run_command=None, subset=None, is_root=None, nvidia_smi="au
         ib_sampler = section("fabric", lambda: hw_fabric.Sampler(root, errors))
         # issue 32: PSUs (SMBIOS type 39, root only, no command) and the GPUs' power limits (hw/power.py)
         doc["power"] = section("power", lambda: hw_power.gather_power(
-            run, tools.get("nvidia-smi"), errors, root, _listdir, lambda path: pcie_tree._read_bytes(path, 65536)))
+            run, tools.get(gpu_seam.nvidia.TOOLS[0]), errors, root, _listdir, lambda path: pcie_tree._read_bytes(path, 65536)))
         # issue 29: GPU fault events of this boot and the counters beside them (live node with GPUs only)
         if doc["gpus"] and root in ("/", ""):
             doc["gpu_faults"] = section("gpu_faults", lambda: gpu_faults_gather.gather_faults(
-                root, run, tools.get("nvidia-smi"), errors, gpus=doc["gpus"]))
+                root, run, tools.get(gpu_seam.nvidia.TOOLS[0]), errors, gpus=doc["gpus"]))
     if "disks" in want:
         blkid_path = _tool(blkid, "blkid", root, is_root)
         doc["disks"] = section("disks", lambda: blockdev.gather_disks(root, run, blkid_path, errors))

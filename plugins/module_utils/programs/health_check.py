@@ -44,6 +44,16 @@ import time
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_text, write_atomic
 import ansible_collections.dlrack.node.plugins.module_utils.scheduler.modes as rule_modes
 import ansible_collections.dlrack.node.plugins.module_utils.scheduler.node_guard as guard
+try:  # issue 29; a node installed before gpu_faults/ shipped judges without GPU fault events
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.health import judge_health as judge_gpu_faults
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.health import replay as replay_kernel_log
+except ImportError:
+    def judge_gpu_faults(conf, accepted, now, rules, notes, unknown):
+        notes.append("GPU faults: not judged (module_utils/gpu_faults is not installed on this node)")
+
+    def replay_kernel_log(args, default_config, load, error):
+        sys.stderr.write("dlrack-health-check: --kernel-log needs module_utils/gpu_faults (re-run roles/scheduler)\n")
+        return 2
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
     Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason)
 
@@ -69,6 +79,8 @@ DEFAULTS = {
     "return_copy_min_share": 0.8,
     "return_copy_bytes": 256 * 1024 * 1024,
     "return_copy_timeout_s": 30,
+    # issue 29: GPU fault events from the kernel log (module_utils/gpu_faults/health.py; {"source": "off"}: off)
+    "gpu_faults": {},
 }
 DEFAULTS.update(guard.GUARD_DEFAULTS)
 # Exit status: 0 healthy (or only shadow rules fail), 1 unhealthy, 2 bad configuration,
@@ -76,7 +88,9 @@ DEFAULTS.update(guard.GUARD_DEFAULTS)
 RC_HEALTHY, RC_UNHEALTHY, RC_CONFIG, RC_SCONTROL, RC_CAP = 0, 1, 2, 3, 4
 RUN_PREFIX = "health-"
 TEXTFILE_LIMIT = 4 * 1024 * 1024
-GPU_VENDORS = {"0x10de": ("0x03",), "0x1002": ("0x0380", "0x0300", "0x1200")}
+# {PCI vendor id: GPU classes} of every vendor, from the vendor seam (hw/gpu/: NVIDIA, AMD, Hygon, Ascend)
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import pci_classes  # noqa: E402 (the seam's one table)
+GPU_VENDORS = pci_classes()
 _SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
 _LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -293,6 +307,7 @@ def judge(conf, now=None):
         elif not is_mounted:
             rules.add("storage.hot_tier_mounted")
             notes.append("hot tier %s is not mounted" % conf["hot_mount"])
+    judge_gpu_faults(conf, accepted, now, rules, notes, unknown)   # issue 29 (gpu_faults/health.py)
     return {"rules": sorted(rules), "notes": notes, "unknown": sorted(unknown)}
 
 
@@ -568,7 +583,7 @@ def _metrics(conf, history, out, shadowed):
         out["notes"].append(problem)
 
 
-USAGE = """usage: dlrack-health-check [--config FILE] [--accept [--no-gpu]] [--dry-run] [--json]
+USAGE = """usage: dlrack-health-check [--config FILE] [--accept [--no-gpu]] [--dry-run] [--json] [--kernel-log FILE]
   Judges this node (GPUs present and link width against the accepted state, uncorrected ECC
   counts from the ECC collector's textfile, the hot tier mounted) and drains or resumes its own
   Slurm node: a rule in shadow mode only says "would drain"; a drain needs fail_runs failing runs
@@ -581,6 +596,8 @@ USAGE = """usage: dlrack-health-check [--config FILE] [--accept [--no-gpu]] [--d
 
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--kernel-log" in args:   # issue 29: a saved kernel log replayed (every GPU fault event and the verdict)
+        return replay_kernel_log(args, DEFAULT_CONFIG, load_config, ConfigError)
     config, flags = DEFAULT_CONFIG, set()
     while args:
         arg = args.pop(0)

@@ -3,25 +3,30 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU vendor seam: one module per vendor, chosen by PCI vendor id.
 
-Each vendor module (nvidia.py, amd.py) offers the same interface:
+Each vendor module (nvidia.py, amd.py with Hygon, ascend.py) offers the same interface:
 
-- ``NAME``, ``PCI_VENDORS`` (ids it owns), ``VENDOR_NAMES`` (PCI id -> the ``vendor`` name its
-  entries carry), ``GPU_CLASSES`` (PCI classes that are its GPUs);
-- ``TOOLS``: the command-line tools it may call (looked up by the gatherer, never required);
-- ``sysfs_gpu(rd, devdir, bus[, vendor_id])``: one GPU entry from its PCI device directory
-  (memory, link, ECC state and counters, interconnect, NUMA node, device files where sysfs has
-  them);
-- ``gather(rd, gpus, run, tools, errors)``: that vendor's entries completed from its tools,
-  in the order its runtime enumerates them;
-- ``VISIBLE_DEVICES``: the environment variables that select devices for a job;
-- ``device_files(gpu)``: the device files a job on that GPU needs;
-- ``links_active(gpu)`` and ``INTERCONNECT``: active GPU-GPU links and their kind.
+- identity: ``NAME``, ``LABEL``/``PCI_LABEL`` (wording), ``PCI_VENDORS`` (ids it owns),
+  ``VENDOR_NAMES`` (PCI id -> the ``vendor`` its entries carry), ``GPU_CLASSES`` (and
+  ``DISPLAY_CLASSES``) and ``not_an_accelerator(rd, devdir)`` (an APU's iGPU, a Huawei NIC);
+- tools: ``TOOLS``, ``TOOL_OPTION`` (the gather option that chooses them) and ``tools(option,
+  find)`` -> {tool: path}; every call goes through system/command.py's bounded runner (its time and
+  output limits are the gatherer's);
+- enumeration: ``sysfs_gpu(rd, devdir, bus, vendor_id)`` (model, memory, link, NUMA, partitions,
+  RAS/ECC state and counters where sysfs has them), ``blank_gpu(bus, vendor_id)`` and
+  ``gather(rd, gpus, run, tools, errors)`` (completed from its tools, in its runtime's order);
+- jobs: ``VISIBLE_DEVICES`` and ``visible_selection(plan_gpus, env)``, ``device_files(gpu)``,
+  ``GRES_FILE``/``gres_file(gpu)`` (gres.conf File=), ``COPY_RUNTIME`` (acceptance's copy
+  bandwidth: cuda, hip, torch_npu);
+- judgement: ``links_active(gpu)`` and ``INTERCONNECT``, ``WORDING`` (the rules' verdict and
+  remedy sentences for a node of that vendor).
 
-Adding a vendor is one such module plus its PCI ids here, its catalogue data and tests.
+Adding a vendor is one such module, its tool's parser (hw/parsers/), its catalogue entries and its
+tests (docs/DEVELOPING.md, "Adding a GPU vendor", counts the files). Nothing outside this folder
+names a vendor's PCI id, tool or visible-devices variable (tests/.../gpu/test_vendor_seam.py).
 
 ``gather_gpus`` walks the PCI bus once, hands each vendor its GPUs and concatenates the answers
-(NVIDIA first, then AMD), numbering them in that order. A node with NVIDIA GPUs only gets
-exactly the entries it got before the seam existed.
+(NVIDIA first, then AMD, then Ascend), numbering them in that order. A node with NVIDIA GPUs only
+gets exactly the entries it got before the seam existed.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -29,13 +34,13 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd, nvidia
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import amd, ascend, nvidia
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import VisibleDevicesError  # noqa: F401 (re-exported)
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.pci import clean_text
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
-VENDORS = (nvidia, amd)
-BY_NAME = {"nvidia": nvidia, "amd": amd, "hygon": amd}
+VENDORS = (nvidia, amd, ascend)
+BY_NAME = {"nvidia": nvidia, "amd": amd, "hygon": amd, "ascend": ascend}
 BY_PCI_ID = dict((pid, mod) for mod in VENDORS for pid in mod.PCI_VENDORS)
 TOOLS = tuple(t for mod in VENDORS for t in mod.TOOLS)
 NAME_BY_PCI_ID = dict((pid, name) for mod in VENDORS for pid, name in mod.VENDOR_NAMES.items())

@@ -50,6 +50,9 @@ WORDING = {
     "link_remedy": "prefer SXM/NVLink GPUs (HGX) or NVLink bridges for multi-GPU training nodes",
     "ecc_remedy": "nvidia-smi -e 1 (then reboot or reset the GPUs)",
     "ecc_unknown": "ECC mode not known (declared, or no nvidia-smi)",
+    # a GPU fault whose recovery is a reset (rules' gpu fault findings, issue 29)
+    "reset_remedy": "drain the node's jobs from the GPU and reset it (nvidia-smi -r -i <bus id>, or reboot the node); "
+                    "if the same code comes back on that GPU after the reset, service it",
 }
 
 

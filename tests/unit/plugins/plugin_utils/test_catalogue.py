@@ -338,9 +338,12 @@ def test_cpu_entry_schema(entry):
 @pytest.mark.parametrize("entry", catalogue.catalogue_entries("gpus"), ids=lambda e: e["model"])
 def test_gpu_entry_schema(entry):
     assert URL.match(entry["source"]), entry["source"]
-    assert entry["vendor"] in ("nvidia", "amd")
+    assert entry["vendor"] in ("nvidia", "amd", "ascend")
     if entry["vendor"] == "amd":
         _amd_entry_schema(entry)
+        return
+    if entry["vendor"] == "ascend":
+        _ascend_entry_schema(entry)
         return
     assert entry["memory_mb_basis"] in ("observed", "reported", "nominal")
     # null = cannot verify, never guessed: allowed only with a note saying why
@@ -367,6 +370,19 @@ def test_gpu_entry_schema(entry):
         assert entry["nvlink_kind"] == "sxm"
     if entry["model"].startswith("GeForce"):
         assert entry["ecc"] is False
+
+
+def _ascend_entry_schema(entry):
+    """Ascend entries (issue 31.3): per chip, the HBM npu-smi printed on the real machine the source
+    names (observed), nothing without a capture: a null needs a note."""
+    assert entry["memory_mb_basis"] == "observed" and "nvlink" not in entry
+    assert entry["source"].startswith("https://github.com/"), "the issue thread with the npu-smi capture"
+    assert entry["gcds_per_package"] in (1, 2) and entry["chips_per_npu"] in (1, 2)
+    for key in ("memory_gb", "pcie_gen", "pcie_width", "ecc", "hccs"):
+        if entry[key] is None:
+            assert entry.get("note"), "a null %s needs a note saying why" % key
+    if entry["memory_mb"] is not None:
+        assert entry["memory_mb"] * entry["gcds_per_package"] == entry["memory_gb"] * 1024
 
 
 def _amd_entry_schema(entry):
