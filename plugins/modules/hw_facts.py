@@ -182,7 +182,8 @@ dlrack_hw:
       elements: dict
       returned: when disks is gathered
     host:
-      description: hostname, kernel, virtualization (systemd-detect-virt style), product, manufacturer.
+      description: hostname, kernel, virtualization (systemd-detect-virt style, plus C(firecracker) from the firmware's ACPI
+        tables, which come before container markers such as a C(/.dockerenv) left in a microVM's image), product, manufacturer.
       type: dict
       returned: when host is gathered
     uptime_s:
