@@ -254,8 +254,9 @@ def switch_oversubscription(tree):
 
 
 def lane_budget(tree):
-    """{NUMA node (or None): (CPU lanes taken by root ports with GPUs/NICs/NVMe below, {kind: count})};
-    a root port counts its link width (its capability, else the negotiated one)."""
+    """{NUMA node (or None): (CPU lanes taken by root ports with GPUs/NICs/NVMe below, {kind: count},
+    root ports of unknown width)}; a root port counts its link width (its capability, else the
+    negotiated one, else its first device's)."""
     out = {}
     seen = set()
     for dev in tree.of_kind(*ENDPOINTS):
@@ -264,7 +265,7 @@ def lane_budget(tree):
             continue
         rp = chain[0]
         node = tree.numa(rp)
-        entry = out.setdefault(node, [0, {}])
+        entry = out.setdefault(node, [0, {}, 0])
         entry[1][dev["kind"]] = entry[1].get(dev["kind"], 0) + 1
         if rp in seen:
             continue
@@ -274,7 +275,8 @@ def lane_budget(tree):
         width = _lower(link.get("width_max"), (first.get("link") or {}).get("width_max")) or link.get("width") \
             or (first.get("link") or {}).get("width_max")
         entry[0] += width or 0
-    return dict((k, (v[0], v[1])) for k, v in out.items())
+        entry[2] += 0 if width else 1
+    return dict((k, tuple(v)) for k, v in out.items())
 
 
 def bar1(dev):
@@ -509,8 +511,9 @@ def check_lane_budget(ctx):
         return
     lanes, sockets = ctx.hw["cpu"].get("pcie_lanes"), ctx.hw["cpu"].get("sockets")
     used = sum(v[0] for v in budget.values())
+    blind = sum(v[2] for v in budget.values())
     counts = {}
-    for dummy, kinds in budget.values():
+    for dummy, kinds, dummy2 in budget.values():
         for kind, num in kinds.items():
             counts[kind] = counts.get(kind, 0) + num
     what = ", ".join("%d %s" % (n, k) for k, n in sorted(counts.items()))
@@ -538,6 +541,11 @@ def check_lane_budget(ctx):
                    "the root ports feeding GPUs, NICs and NVMe (%s) take more lanes than the CPU has: %s"
                    % (what, "; ".join(over)),
                    "move devices to the other socket, use fewer NVMe/NIC slots, or a platform with more lanes")
+    elif blind:
+        ctx.report("warn", "at least " + detail, "<= CPU lanes per socket",
+                   "cannot verify the lane budget fully: root ports feeding %s take at least %s; %d root port(s) "
+                   "of unknown width" % (what, detail, blind),
+                   "run hw_facts on the host (sysfs link widths of the root ports), or declare them in dlrack_hw.pcie")
     else:
         ctx.report("pass", detail, "<= CPU lanes per socket",
                    "root ports feeding %s take %s" % (what, detail))
@@ -866,3 +874,56 @@ def check_ib_errors(ctx):
         ctx.report("pass", "; ".join(total) or "0", "no growth during the run",
                    "no RDMA error counter grew during the %ss between the two reads%s"
                    % (ports[0].get("interval_s"), " (earlier totals: %s)" % "; ".join(total) if total else ""))
+
+
+# --------------------------------------------------------------------------------------------
+# The topology picture of the reports (report.topology): switches and RDMA NICs per NUMA node
+
+PICTURE_ROWS = 6     # switch and NIC lines per column; more are summarised
+
+
+def picture_items(hw):
+    """{NUMA node: [line]} for the report's topology drawing: each PCIe switch on a GPU/NIC/NVMe path
+    (what sits below it, its downstream-to-uplink ratio) and each RDMA NIC (its link and the GPUs
+    nearest to it with the legend). Lines have the drawing's keys: kind, label, right, bad, fill, stroke."""
+    pcie = hw.get("pcie") if isinstance(hw, dict) and isinstance(hw.get("pcie"), dict) else None
+    if pcie is None:
+        return {}
+    tree = Tree(pcie)
+    if not tree.devices:
+        return {}
+    labels = _labels(hw, tree)
+    ratios = dict((u, (d, w, unit)) for u, d, w, unit in switch_oversubscription(tree))
+    below = {}
+    for dev in tree.of_kind(*ENDPOINTS):
+        for anc in tree.chain(dev["bdf"]):
+            below.setdefault(anc, []).append(dev.get("kind"))
+    out = {}
+    for usp in sorted(switches(tree)):
+        kinds = below.get(usp, [])
+        if "gpu" not in kinds and "nic" not in kinds:
+            continue            # a storage-only switch: its drives are in the disk lines
+        what = ", ".join("%d %s" % (kinds.count(k), k.upper() if k != "storage" else k) for k in ENDPOINTS if kinds.count(k))
+        ratio = ratios.get(usp)
+        right = "%.1f:1" % (float(ratio[0]) / ratio[1]) if ratio and ratio[1] else ""
+        over = bool(ratio and ratio[1] and float(ratio[0]) / ratio[1] > 2.0)
+        out.setdefault(tree.numa(usp), []).append({
+            "kind": "switch", "label": "PCIe switch %s: %s" % (usp, what), "right": right, "bad": over,
+            "fill": "#fff1e5", "stroke": "#cf222e" if over else "#bc4c00"})
+    near = {}
+    for entry in nearest_nics(tree):
+        if entry["nic"]:
+            near.setdefault(entry["nic"], []).append("%s %s" % (labels.get(entry["gpu"], entry["gpu"]).split(" ")[0], entry["legend"]))
+    for nic in tree.rdma_nics():
+        bdf = _norm(nic["bdf"])
+        link = nic.get("link") or {}
+        width = ("x%s" % link.get("width")) if link.get("width") else ""
+        out.setdefault(tree.numa(bdf), []).append({
+            "kind": "nic", "label": labels.get(bdf, bdf) + (" " + width if width else ""),
+            "right": ", ".join(near.get(bdf, [])[:3]), "bad": False, "fill": "#eef6ff", "stroke": "#0969da"})
+    for node, items in out.items():
+        if len(items) > PICTURE_ROWS:
+            more = len(items) - (PICTURE_ROWS - 1)
+            out[node] = items[:PICTURE_ROWS - 1] + [{"kind": "more", "label": "+%d more switch/NIC lines" % more, "right": "",
+                                                    "bad": False, "fill": "#ffffff", "stroke": "#8c959f"}]
+    return out

@@ -39,6 +39,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.reports.files import (
     LOCK_NAME, ReportWriteError, atomic_write, prepare_dir, write_file_set)
 from ansible_collections.dlrack.node.plugins.plugin_utils.rules import RULE_IDS, RULES, mentions
 from ansible_collections.dlrack.node.plugins.plugin_utils import versions as fleet_versions
+from ansible_collections.dlrack.node.plugins.plugin_utils import platform
 
 JUNIT_WARNINGS = ("skipped", "failed", "passed")
 
@@ -469,10 +470,12 @@ def topology(hw):
     placed, loose = _place_devices(nodes, gpus, disks)
     source = hw.get("source")
     columns = []
+    fabric = platform.picture_items(hw)     # issue 32: PCIe switches and RDMA NICs per NUMA node
     for n in nodes:
         title, sub = _node_titles(n, cpu)
         columns.append({"title": title, "subtitle": sub, "fill": "#f6f8fa",
-                        "items": _column_items(placed[n.get("id")][0], placed[n.get("id")][1], source)})
+                        "items": _column_items(placed[n.get("id")][0], placed[n.get("id")][1], source)
+                        + fabric.get(n.get("id"), [])})
     if more_nodes:
         what = "sockets" if nodes and nodes[0]["_declared"] else "NUMA nodes"
         columns.append({"title": "+%d more %s" % (more_nodes, what), "subtitle": "not drawn", "fill": "#ffffff", "items": []})

@@ -1,4 +1,4 @@
-"""The PCIe tree reader (module_utils/hw/pcie_tree.py) on real whole-system captures
+"""The PCIe tree readers (module_utils/hw/pcie_tree.py, hw/parsers/lspci.py) on real whole-system captures
 (tests/data/real/SOURCES.md, "pcie/"): the ASUS ESC8000A-E12's lspci -tv and lspci -vvv, hwloc's
 DGX-2 export and its real sysfs capture of a 2-socket Xeon with an mlx4 HCA, and the real H200 VM's
 sysfs attributes and config space."""
@@ -10,6 +10,7 @@ import pytest
 from testpaths import DATA
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw import pcie_tree
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import lspci
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
@@ -22,7 +23,7 @@ def real(*parts):
 
 
 def esc8000a():
-    return pcie_tree.parse_lspci(real("pcie", "stelline-esc8000a-e12-lspci-vvv-8-devices.txt"),
+    return lspci.parse_lspci(real("pcie", "stelline-esc8000a-e12-lspci-vvv-8-devices.txt"),
                                  real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
 
 
@@ -31,7 +32,7 @@ def by_bdf(tree):
 
 
 def test_lspci_tv_parents_by_column():
-    tv = pcie_tree.parse_lspci_tv(real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
+    tv = lspci.parse_lspci_tv(real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
     assert tv["0000:01:00.0"][:2] == ("0000:00:01.1", "0000:00")
     assert tv["0000:21:00.1"][:2] == ("0000:20:03.1", "0000:20")
     # two levels of switches down to an NVMe drive (bus 65), and the next port at the same column
@@ -74,13 +75,13 @@ def test_lspci_whole_system_keeps_device_paths():
 
 def test_lspci_acs_lines_of_a_real_switch_port():
     """The PLX PEX8796 downstream port of an ESC8000 G4 (lspci -vvnn): ACS capable, all controls off."""
-    tree = pcie_tree.parse_lspci(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt") + "\n" +
+    tree = lspci.parse_lspci(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt") + "\n" +
                                  real("lspci-vv", "linuxhw-esc8000g4-rtx2080ti-1d_00.0-lspci-vvnn-behind-plx-idle-2.5GTs.txt"))
     devs = dict((d["bdf"], d) for d in tree["devices"])
     gpu = devs["0000:1d:00.0"]
     assert gpu["kind"] == "gpu" and gpu["vendor"] == "0x10de" and gpu["class"] == "0x0300"
     assert [b["size"] for b in gpu["bars"]] == [16 << 20, 256 << 20, 32 << 20]
-    blocks = pcie_tree._lspci_block(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt")
+    blocks = lspci._lspci_block(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt")
                                     .splitlines(), "0000")
     assert blocks["port"] == "downstream" and blocks["acs_readable"]
     assert blocks["acs"] == {"cap": list(pcie_tree.ACS_BITS), "ctl": []}
@@ -88,7 +89,7 @@ def test_lspci_acs_lines_of_a_real_switch_port():
 
 
 def test_hwloc_dgx2_export():
-    tree = pcie_tree.parse_hwloc_xml(real("pcie", "hwloc-nvidiaDGX2.xml"))
+    tree = lspci.parse_hwloc_xml(real("pcie", "hwloc-nvidiaDGX2.xml"))
     devs = by_bdf(tree)
     gpus = [d for d in tree["devices"] if d["kind"] == "gpu"]
     assert len(gpus) == 16
@@ -98,7 +99,7 @@ def test_hwloc_dgx2_export():
     assert sorted(set(g["numa_node"] for g in gpus)) == [0, 1]
     assert devs["0000:34:00.0"]["link_gbs"] == pytest.approx(15.753846)
     assert not any(d["kind"] == "nic" for d in tree["devices"])     # the export holds no NIC
-    assert pcie_tree.parse_hwloc_xml("<topology><object") == {"source": "lspci", "devices": [], "iommu": None,
+    assert lspci.parse_hwloc_xml("<topology><object") == {"source": "lspci", "devices": [], "iommu": None,
                                                               "truncated": False}
 
 
