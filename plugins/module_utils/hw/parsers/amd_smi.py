@@ -31,6 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import (
@@ -98,6 +99,8 @@ def value_of(value):
         value = value.get("value")
     if isinstance(value, bool) or value is None:
         return None, None
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return None, None       # amd-smi can print Infinity/NaN (json reads them as floats): unknown, never a size
     if isinstance(value, (int, float)):
         return value, unit
     if not isinstance(value, str):
