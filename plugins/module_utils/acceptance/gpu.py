@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import ctypes
 import functools
+import importlib
 import mmap
 import os
 import time
@@ -432,16 +433,59 @@ def amd_node(sysfs="/sys"):
     return os.path.isdir(os.path.join(sysfs, "class", "kfd", "kfd"))
 
 
-def _hip():
+def ascend_node(sysfs="/sys"):
+    """True when a Huawei Ascend NPU is on the PCI bus (vendor 0x19e5, class processing
+    accelerator; the ids of hw/gpu/ascend.py, which this plain-file runtime cannot import)."""
+    base = os.path.join(sysfs, "bus", "pci", "devices")
     try:
-        from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu_hip
-        return gpu_hip
-    except ImportError:  # run as a plain file next to gpu_hip.py
+        names = os.listdir(base)[:4096]
+    except OSError:
+        return False
+    for name in names:
+        vendor, cls = (_read_small(os.path.join(base, name, f)) for f in ("vendor", "class"))
+        if vendor == "0x19e5" and cls.startswith("0x1200"):
+            return True
+    return False
+
+
+def _read_small(path):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).decode("ascii", "replace").replace("\x00", "").strip().lower()
+    except (IOError, OSError):
+        return ""
+
+
+def _runtime(name):
+    """The copy runtime module ``name`` (gpu_hip, gpu_npu) of this package, or beside this file."""
+    try:
+        return importlib.import_module("ansible_collections.dlrack.node.plugins.module_utils.acceptance." + name)
+    except ImportError:  # run as a plain file next to it
         import importlib.util as ilu
-        spec = ilu.spec_from_file_location("dlrack_acceptance_gpu_hip", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_hip.py"))
+        spec = ilu.spec_from_file_location("dlrack_acceptance_" + name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
         mod = ilu.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
+
+
+def _hip():
+    return _runtime("gpu_hip")
+
+
+def _with_hip(doc, args, clock, sysfs):
+    """A mixed node (libcuda and an AMD GPU): the HIP runtime's devices after the CUDA ones, each
+    saying its runtime; the document's status stays CUDA's unless CUDA saw nothing."""
+    nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations = args
+    hip = _hip().measure(nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock=clock, sysfs=sysfs)
+    for dev in doc.get("devices") or []:
+        dev.setdefault("runtime", "cuda")
+    for dev in hip.get("devices") or []:
+        doc.setdefault("devices", []).append(dict(dev, runtime="hip"))
+    doc["runtimes"] = {"cuda": {"status": doc["status"], "reason": doc["reason"]},
+                       "hip": {"status": hip["status"], "reason": hip["reason"]}}
+    if doc["status"] == "skip" and hip["status"] == "ok":
+        doc["status"], doc["reason"] = "ok", None
+    return doc
 
 
 def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 << 28, p2p_iterations=5,
@@ -456,11 +500,17 @@ def measure(nbytes=1 << 30, iterations=10, pageable=True, p2p=True, p2p_bytes=1 
         if amd_node(sysfs):   # no libcuda on an AMD node: the HIP runtime measures (gpu_hip.py)
             return _hip().measure(nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock=clock,
                                   sysfs=sysfs)
+        if ascend_node(sysfs):   # an Ascend node: torch_npu measures, or says why not (gpu_npu.py)
+            return _runtime("gpu_npu").measure(nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations,
+                                               clock=clock, sysfs=sysfs)
         return dict(doc, status="skip", reason=str(exc))
-    return measure_runtime(cuda, doc, "cuInit: no CUDA device is visible (no GPU, or all hidden by "
-                                      "CUDA_VISIBLE_DEVICES or MIG mode)", "the CUDA driver sees no GPU",
-                           lambda ver: "%d.%d" % (ver // 1000, (ver % 1000) // 10), measure_device, measure_p2p,
-                           (nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock, sysfs))
+    doc = measure_runtime(cuda, doc, "cuInit: no CUDA device is visible (no GPU, or all hidden by "
+                                     "CUDA_VISIBLE_DEVICES or MIG mode)", "the CUDA driver sees no GPU",
+                          lambda ver: "%d.%d" % (ver // 1000, (ver % 1000) // 10), measure_device, measure_p2p,
+                          (nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations, clock, sysfs))
+    if amd_node(sysfs):   # a mixed node: its AMD GPUs are measured too (the HIP runtime)
+        doc = _with_hip(doc, (nbytes, iterations, pageable, p2p, p2p_bytes, p2p_iterations), clock, sysfs)
+    return doc
 
 
 def main(argv=None):
