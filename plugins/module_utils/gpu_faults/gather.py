@@ -71,4 +71,24 @@ def gather_faults(root, run, nvidia_smi, errors, gpus=None, conf=None):
                 doc["counters"] = counters_section(res[1], read_counter_state())
             except Exception as exc:  # a malformed XML is the GPU section's error to report; note it here
                 errors.append("gpu_faults: nvidia-smi -q -x counters unreadable (%s)" % type(exc).__name__)
+        lost = lost_nvidia_gpus(gpus, doc["counters"], res)
+        if lost:
+            counters = doc["counters"] or {"gpus": {}, "rules": [], "notes": [], "by_gpu": {}, "interval_s": None}
+            extra = fault_counters.judge_counters({}, {}, None, lost=lost)
+            counters["rules"] = sorted(set(counters["rules"]) | set(extra["rules"]))
+            counters["notes"] = counters["notes"] + extra["notes"]
+            counters["by_gpu"].update(extra["gpus"])
+            doc["counters"] = counters
     return doc
+
+
+def lost_nvidia_gpus(gpus, counters, res):
+    """NVIDIA GPUs the gatherer found on the PCI bus (vendor 0x10de) that nvidia-smi does not answer for."""
+    on_bus = [g.get("pci_bus_id") for g in (gpus or []) if isinstance(g, dict) and str(g.get("vendor_id", "")).lower() == "0x10de"
+              and g.get("pci_bus_id")]
+    if not on_bus:
+        return []
+    answered = list(((counters or {}).get("gpus") or {}).keys())
+    if res[0] == 0 and not answered:
+        return []            # nvidia-smi answered but its XML was not read: nothing to compare
+    return fault_counters.lost_gpus(on_bus, answered, "%s\n%s" % (res[1] if res[0] else "", res[2] or ""))

@@ -58,3 +58,14 @@ def test_gather_faults_document_validates(tmp_path):
     hw = {"schema": 1, "source": "gathered", "gpu_faults": json.loads(json.dumps(doc))}
     clean, problems = check_hw(hw)
     assert problems == [] and clean["gpu_faults"]["rules"] == ["gpu.xid"]
+
+
+def test_a_gpu_on_the_bus_that_nvidia_smi_does_not_answer_for_is_lost():
+    """The H200 VM's GPU (0000:00:06.0, vendor 0x10de as the gatherer reads it) answers in the real XML; a second
+    GPU on the bus (a made-up 0000:18:00.0) does not: gpu.lost. And nvidia-smi failing with its usual wording."""
+    gpus = [{"pci_bus_id": "0000:00:06.0", "vendor_id": "0x10de"}, {"pci_bus_id": "0000:18:00.0", "vendor_id": "0x10de"},
+            {"pci_bus_id": "0000:c1:00.0", "vendor_id": "0x1002"}]
+    counters = gather.counters_section(xml(), None, now=1.0)
+    assert gather.lost_nvidia_gpus(gpus, counters, (0, xml(), "")) == ["0000:18:00.0"]
+    failed = (255, "", "Unable to determine the device handle for GPU0000:18:00.0: Unknown Error")   # typed, see test_counters
+    assert gather.lost_nvidia_gpus(gpus, None, failed) == ["0000:00:06.0", "0000:18:00.0"]
