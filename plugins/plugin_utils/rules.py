@@ -1087,7 +1087,7 @@ def _check_pcie_switches(ctx):
 
 @rule("pcie.lane_budget", "root-port lanes of GPUs, NICs and NVMe within each socket's CPU lanes", "error",
       doc="the lanes of the root ports that feed GPUs, NICs and NVMe, per socket (NUMA node), within the CPU's lanes "
-          "per socket (catalogue or declared `cpu.pcie_lanes`); unknown lanes = warning", shadow=True)
+          "per socket (catalogue or declared `dlrack_hw.cpu.pcie_lanes`); unknown lanes = warning", shadow=True)
 def _check_pcie_lanes(ctx):
     platform.check_lane_budget(ctx)
 
