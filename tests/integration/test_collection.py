@@ -235,10 +235,13 @@ def test_installed_declare_writes_a_relative_dir_where_the_command_runs(installe
     # nothing went into the installed collection
     for top, dirs, files in os.walk(installed["coll"]):
         assert "dlrack_hw.yml" not in files and "decl" not in dirs, top
-    # a second run keeps the file and says where it is
+    # a second run keeps the file and says where it is; a misspelled overwrite switch is named (issue 30.6)
     proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
-                 "-e", "dlrack_declare_dir=decl/rack-7"], cwd=work, env=installed["env"])
-    assert "node-1: kept the existing %s (-e dlrack_declare_overwrite=true replaces it)" % wrote in proc.stdout + proc.stderr
+                 "-e", "dlrack_declare_dir=decl/rack-7", "-e", "dlrack_declare_overwite=true"], cwd=work, env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert "node-1: kept the existing %s (-e dlrack_declare_overwrite=true replaces it)" % wrote in out
+    assert "dlrack_declare_overwite is set (extra vars or the inventory) but no role or playbook of dlrack.node reads it, so it " \
+           "changes nothing; did you mean dlrack_declare_overwrite?" in " ".join(out.split())
 
 
 def test_installed_preflight_names_misspelled_variables_once(installed):
