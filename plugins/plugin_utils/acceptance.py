@@ -6,17 +6,19 @@ host's thresholds, and the reports DIR/acceptance.json, acceptance.xml (JUnit), 
 
 Every measurement is {name, target, value, unit, expected, verdict, reason, details}; ``expected``
 is the minimum the value must reach (same unit), or null when there is nothing to compare with.
-Verdicts: ``pass`` (the figure reached its expectation); ``measured`` (a figure with no expectation
-to judge it by - one NUMA node and no floor, a tier whose devices are unknown - shown with the
-reason it was not judged, never ``pass``); ``warning`` (within ``tolerance`` below expected, or measured under conditions
-that make the figure doubtful); ``error`` (further below, or the measurement failed); ``skip`` (not
-measured by choice, with the reason: a measurement disabled, a tier path left empty, a node declared
-without GPUs, check mode); ``incomplete`` (a tier or GPU figure that should have been measured was
-not: fio missing, the tier not mounted, no GPU driver where GPUs are expected), with the reason and
-the fix. A host's status is its worst verdict in the order skip < measured < pass < warning < incomplete
-< error, where a host whose figures are all ``measured`` or ``skip`` is ``skip`` (nothing on it was
-judged: the scheduler neither drains nor resumes it, and the report never calls it passed): a gate never passes hardware it did not measure, so ``incomplete`` fails the
-run under fail_on ``error`` and ``warning`` (``never`` fails nothing).
+Verdicts: ``pass`` (the figure reached its expectation); ``measured`` (a figure with no
+expectation to judge it by - one NUMA node and no floor, a tier whose devices are unknown - shown
+with the reason it was not judged, never ``pass``); ``warning`` (within ``tolerance`` below
+expected, or measured under conditions that make the figure doubtful); ``error`` (further below,
+or the measurement failed); ``skip`` (not measured by choice, with the reason: a measurement
+disabled, a tier path left empty, a node declared without GPUs, check mode); ``incomplete`` (a
+tier or GPU figure that should have been measured was not: fio missing, the tier not mounted, no
+GPU driver where GPUs are expected), with the reason and the fix. A host's status is its worst
+verdict in the order skip < measured < pass < warning < incomplete < error, where a host whose
+figures are all ``measured`` or ``skip`` is ``skip`` (nothing on it was judged: the scheduler
+neither drains nor resumes it, and the report never calls it passed): a gate never passes
+hardware it did not measure, so ``incomplete`` fails the run under fail_on ``error`` and
+``warning`` (``never`` fails nothing).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -625,7 +627,8 @@ def build_junit(doc):
 def junit_suites(doc):
     """(suites, name, properties) of acceptance.xml. One testsuite per host, one testcase per measurement: error -> failure, incomplete -> failure
     of type ``incomplete`` (a gate that did not measure must not look green), skip -> skipped,
-    measured -> skipped of type ``measured`` (a figure nothing judged is not a passed test), warning -> passed with the reason in system-out (JUnit has no warning state)."""
+    measured -> skipped of type ``measured`` (a figure nothing judged is not a passed test), warning -> passed
+    with the reason in system-out (JUnit has no warning state)."""
     suites = []
     for host, r in sorted(doc["hosts"].items()):
         cases = []
