@@ -202,11 +202,10 @@ def junit_suites(results, summary, drift=None, warnings="skipped", run_id=None):
                      if c["result"] == "passed" else c for c in cases]
         for change in (drift or {}).get(host, {}).get("changes", []):
             text = unified_diff(change.get("diff"))
+            detail = "role: %s\naction: %s" % (change.get("role") or "-", change.get("action") or "-")
+            detail += ("\n" + str(change["msg"]) if change.get("msg") else "") + ("\n" + text if text else "")
             cases.append(junit_case(junit_classname(host, "drift"), "drift: %s" % change.get("task"), "failure",
-                                    "would change: %s" % change.get("task"), "drift",
-                                    "role: %s\naction: %s%s%s" % (change.get("role") or "-", change.get("action") or "-",
-                                                                 "\n" + str(change["msg"]) if change.get("msg") else "",
-                                                                 "\n" + text if text else "")))
+                                    "would change: %s" % change.get("task"), "drift", detail))
         host_drift = (drift or {}).get(host, {})
         for failure in host_drift.get("failures", []):
             # A check that could not run (unreachable host, failed task): a JUnit error, not a failure.
