@@ -438,8 +438,8 @@ USAGE = """usage: dlrack-ecc-collector [--root DIR] [--textfile-dir DIR] [--name
 Writes dlrack_* ECC metrics atomically to <textfile-dir>/<name> (default %s/%s).
 --assess prints the memory.ecc_errors findings as JSON instead. GPU fault events (gpu_faults) are read
 from the kernel log after the position kept in --gpu-faults-state (default %s; none: off);
---kernel-log FILE replays a saved log instead (no state written).""" % (DEFAULT_TEXTFILE_DIR,
-                                                                      DEFAULT_TEXTFILE_NAME, DEFAULT_GPU_FAULTS_STATE)
+--kernel-log FILE replays a saved log instead (no state written).""" % (
+    DEFAULT_TEXTFILE_DIR, DEFAULT_TEXTFILE_NAME, DEFAULT_GPU_FAULTS_STATE)
 
 
 def main(argv=None):
