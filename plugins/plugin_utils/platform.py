@@ -927,3 +927,57 @@ def picture_items(hw):
             out[node] = items[:PICTURE_ROWS - 1] + [{"kind": "more", "label": "+%d more switch/NIC lines" % more, "right": "",
                                                     "bad": False, "fill": "#ffffff", "stroke": "#8c959f"}]
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# A gathered tree against the declared one
+
+def tree_differences(declared, gathered):
+    """[(address, what, declared, gathered)] between a declared ``pcie`` and a gathered one: every
+    declared GPU, NIC and NVMe must be there with the same kind, the same legend to every other
+    declared GPU/NIC (the topology, not the bus numbers of the bridges between them) and link
+    capabilities at least those declared."""
+    want, got = Tree(declared), Tree(gathered)
+    ends = [d for d in want.of_kind("gpu", "nic", "nvme")]
+    out = []
+    for dev in ends:
+        bdf = _norm(dev["bdf"])
+        have = got.get(bdf)
+        if have is None:
+            out.append((bdf, "device", dev.get("kind"), "absent"))
+            continue
+        if have.get("kind") != dev.get("kind"):
+            out.append((bdf, "kind", dev.get("kind"), have.get("kind")))
+        wl, gl = dev.get("link") or {}, have.get("link") or {}
+        for key in ("width_max", "gen_max"):
+            if wl.get(key) is not None and gl.get(key) is not None and gl[key] < wl[key]:
+                out.append((bdf, key, wl[key], gl[key]))
+    peers = [_norm(d["bdf"]) for d in ends if d.get("kind") in ("gpu", "nic") and got.get(d["bdf"]) is not None]
+    for i, a in enumerate(peers):
+        for b in peers[i + 1:]:
+            dw, dg = distance(want, a, b), distance(got, a, b)
+            if dw and dg and dw != dg:
+                out.append(("%s <-> %s" % (a, b), "legend", dw, dg))
+    return out
+
+
+def check_matches_declared(ctx):
+    declared = ctx.declared if isinstance(ctx.declared, dict) else None
+    if declared is None or ctx.hw.get("source") != "gathered" or not isinstance(declared.get("pcie"), dict):
+        return
+    if ctx.hw.get("pcie") is None:
+        ctx.report("warn", "not gathered", "the declared topology",
+                   "cannot verify the declared PCIe topology: the gathered document has no pcie section",
+                   "gather with a hw_facts that reads the PCIe tree (dlrack.node >= the release with issue 32)")
+        return
+    diffs = tree_differences(declared["pcie"], ctx.hw["pcie"])
+    if diffs:
+        shown = ["%s %s: declared %s, gathered %s" % d for d in diffs]
+        ctx.report("fail", "; ".join(shown[:10]) + (" (+%d)" % (len(shown) - 10) if len(shown) > 10 else ""),
+                   "the declared topology", "the PCIe topology differs from the declaration: %s" % "; ".join(shown[:10]),
+                   "move the cards to the declared slots (a GPU and its NIC under one switch for GPUDirect RDMA), "
+                   "replace the part, or fix the declaration")
+    else:
+        n = len([d for d in Tree(declared["pcie"]).of_kind("gpu", "nic", "nvme")])
+        ctx.report("pass", "%d devices as declared" % n, "the declared topology",
+                   "the %d declared GPU/NIC/NVMe devices sit where declared, with the declared legends between them" % n)

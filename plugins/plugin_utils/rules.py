@@ -1121,6 +1121,13 @@ def _check_fabric_rails(ctx):
     platform.check_rail_alignment(ctx)
 
 
+@rule("pcie.matches_declared", "the gathered PCIe topology equals the declared one", "error",
+      doc="each GPU, NIC and NVMe of a declared `pcie` tree is gathered at its address with its kind, at least its "
+          "declared link capabilities, and the same topo legend to every other declared GPU/NIC", shadow=True)
+def _check_pcie_declared(ctx):
+    platform.check_matches_declared(ctx)
+
+
 @rule("fabric.ib_ports", "RDMA ports ACTIVE at the declared rate, width, firmware and P_Keys", "error",
       doc="each InfiniBand/RoCE port of /sys/class/infiniband against `fabric.ports` of the declaration (state, "
           "rate_gbps, width, fw, link_layer, pkeys); without a declaration a port that is not ACTIVE is a warning",

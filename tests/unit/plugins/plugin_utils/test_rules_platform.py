@@ -281,3 +281,20 @@ def test_topology_picture_shows_switches_and_nics():
     assert ("switch", "PCIe switch 0000:2c:00.0: 4 GPU", "2.0:1") == (items[0]["kind"], items[0]["label"], items[0]["right"])
     assert [i["kind"] for i in items] == ["switch"] * 6 and len(items) == platform.PICTURE_ROWS
     assert report.topology({"schema": 1, "pcie": {"devices": "junk"}}) is not None
+
+
+def test_gathered_topology_against_the_declared_one():
+    declared = dgx2()
+    declared["source"] = declared["pcie"]["source"] = "declared"
+    gathered = dgx2()
+    found, outcome = findings(gathered, "pcie.matches_declared", declared=declared)
+    assert outcome == "pass" and "16 declared GPU/NIC/NVMe devices" in found[0]["message"]
+    # changed: GPU1 0000:36:00.0 gathered under the other switch of its top-level switch (0000:38:10.0)
+    moved = dgx2()
+    device(moved, "0000:36:00.0")["parent"] = "0000:38:10.0"
+    device(moved, "0000:36:00.0")["link"]["gen_max"] = 2
+    found, outcome = findings(moved, "pcie.matches_declared", declared=declared, severity={"pcie.matches_declared": "error"})
+    msg = found[0]["message"]
+    assert outcome == "fail" and "0000:34:00.0 <-> 0000:36:00.0 legend: declared PIX, gathered PXB" in msg
+    assert "0000:36:00.0 gen_max: declared 3, gathered 2" in msg
+    assert "pcie.matches_declared" not in evaluate_host("n", gathered)["rules"]     # nothing declared: no outcome
