@@ -16,6 +16,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.judge impor
 from testpaths import DATA
 
 XID = os.path.join(DATA, "real", "xid")
+OGKM_1150_BUSES = ("0000:dc:00.0", "0000:ed:00.0", "0000:ba:00.0", "0000:97:00.0", "0000:dc:00.0", "0000:ba:00.0", "0000:ed:00.0")
 
 
 def events_of(name):
@@ -49,8 +50,7 @@ def test_h200_xid31_dmesg_and_kmsg_forms():
     ("gpu-operator-1146-xid48.txt", [("xid", "0000:07:00.0", 48)]),
     ("ml-engineering-debug-xid63.txt", [("xid", "0000:10:1c.0", 63)]),
     ("ogkm-1045-xid38-109.txt", [("xid", "0000:07:00.0", 38)] + [("xid", "0000:07:00.0", 109)] * 5),
-    ("ogkm-1150-xid45.txt", [("xid", b, 45) for b in ("0000:dc:00.0", "0000:ed:00.0", "0000:ba:00.0", "0000:97:00.0",
-                                                       "0000:dc:00.0", "0000:ba:00.0", "0000:ed:00.0")]),
+    ("ogkm-1150-xid45.txt", [("xid", b, 45) for b in OGKM_1150_BUSES]),
     ("ogkm-446-xid119-gsp-old.txt", [("xid", "0000:61:00.0", 119)] * 7),
     ("gpud-testdata-dmesg-with-xid-119.log", [("xid", "0000:9b:00.0", 119)] * 5),
     ("ogkm-1151-xid79.txt", [("xid", "0000:06:00.0", 79), ("fallen_off_bus", "0000:06:00.0", 79)]),
