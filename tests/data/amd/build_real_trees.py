@@ -106,7 +106,9 @@ def mi300x_cpx(out):
     base = "/sys/class/kfd/kfd/topology/nodes/"
     for n in range(2):
         w(root, base + "%d/properties" % n, "cpu_cores_count 48\nsimd_count 0\nlocation_id 0\ndomain 0")
-    node = lambda pkg, part: 2 + pkg * 8 + part           # noqa: E731
+
+    def node(pkg, part):
+        return 2 + pkg * 8 + part
     for pkg, bdf in enumerate(buses):
         dom, loc = location(bdf)
         for part in range(8):

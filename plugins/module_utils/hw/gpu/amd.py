@@ -78,6 +78,13 @@ WORDING = {
                   "ECC on in the board's firmware, then reboot",
     "ecc_unknown": "ECC mode not known (declared, or the driver exposes no RAS features)",
 }
+KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
+IOLINK_TYPE_XGMI = 11
+MAX_KFD_NODES = 512
+RENDER_NODE = re.compile(r"^renderD[0-9]{1,4}$")
+# compute partition modes (amdgpu_gfx.c xcp_desc) -> logical devices per package; CPX: one per XCC
+PARTITION_MODES = {"spx": 1, "dpx": 2, "tpx": 3, "qpx": 4, "cpx": None}
+MAX_PARTITIONS = 8          # MAX_XCP in amdgpu_xcp.h
 
 
 def tools(option, find):
@@ -115,13 +122,6 @@ def gres_file(gpu):
     """The gres.conf File= of one plan entry (its render node), None when it has none."""
     render = render_node(gpu)
     return "/dev/dri/%s" % render if render else None
-KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
-IOLINK_TYPE_XGMI = 11
-MAX_KFD_NODES = 512
-RENDER_NODE = re.compile(r"^renderD[0-9]{1,4}$")
-# compute partition modes (amdgpu_gfx.c xcp_desc) -> logical devices per package; CPX: one per XCC
-PARTITION_MODES = {"spx": 1, "dpx": 2, "tpx": 3, "qpx": 4, "cpx": None}
-MAX_PARTITIONS = 8          # MAX_XCP in amdgpu_xcp.h
 
 
 def blank_gpu(bus, vendor_id="0x1002"):

@@ -5,8 +5,6 @@ stand-in clock gives are checked exactly; the real libraries run only on a node.
 import sys
 import types
 
-import pytest
-
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu as ag
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu_hip as ah
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import gpu_npu as an

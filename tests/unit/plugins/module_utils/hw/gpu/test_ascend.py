@@ -154,8 +154,8 @@ def test_rules_judge_an_ascend_node_with_its_own_words(trees, tmp_path):
 
 
 def test_no_gpu_message_names_every_vendor():
-    assert seam.no_gpu_message() == ("no NVIDIA GPU (PCI vendor 0x10de), AMD GPU (0x1002, Hygon 0x1d94) or "
-                                      "Huawei Ascend NPU (0x19e5) on this node")
+    want = "no NVIDIA GPU (PCI vendor 0x10de), AMD GPU (0x1002, Hygon 0x1d94) or Huawei Ascend NPU (0x19e5) on this node"
+    assert seam.no_gpu_message() == want
 
 
 def test_model_names():
