@@ -39,6 +39,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 DEFAULT_TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 DEFAULT_TEXTFILE_NAME = "dlrack_ecc.prom"
 DEFAULT_GPU_FAULTS_STATE = "/var/lib/dlrack/gpu-faults-collector.json"   # the collector's own read position
+DEFAULT_GPU_COUNTERS_STATE = "/var/lib/dlrack/gpu-counters.json"         # its last counter read (gpu_faults/gather.py reads it)
 STATUSES = ("ok", "warning", "error", "unknown")
 NVIDIA_SMI_OUTPUT_LIMIT = 16 * 1024 * 1024   # bytes; nvidia-smi -q -x prints about 30 KiB per GPU
 
@@ -158,6 +159,11 @@ _FAMILIES = (
      "thermal_power, bus, unknown); a burst counts its repeats. gpu=\"node\" when the line names no GPU."),
     ("dlrack_gpu_fault_action", "gauge",
      "What the GPU's fault events call for now: 0 none, 1 check the workload, 2 reset the GPU, 3 reboot, 4 service."),
+    ("dlrack_gpu_pcie_replays_total", "counter", "PCIe replays of the GPU's link (nvidia-smi replay_counter)."),
+    ("dlrack_gpu_pcie_replays_per_hour", "gauge", "PCIe replay rate between this read and the collector's previous one."),
+    ("dlrack_gpu_clock_fault_active", "gauge",
+     "1 while a clock-event reason that means a fault holds the GPU's clocks down (hw_slowdown, hw_thermal_slowdown, "
+     "hw_power_brake_slowdown, sw_thermal_slowdown; not the SW power cap)."),
     ("dlrack_ecc_collector_last_run_timestamp_seconds", "gauge",
      "Unix time the ECC collector last wrote this file."),
     ("dlrack_ecc_collector_duration_seconds", "gauge", "Time the ECC collector took."),
@@ -297,6 +303,7 @@ def add_amd_gpu_metrics(metrics, gpus, up=None):
 FAULT_CLASSES = ("application", "driver", "memory", "nvlink", "thermal_power", "bus", "unknown")
 FAULT_ACTIONS = ("none", "check_workload", "reset_gpu", "reboot", "service")
 MAX_FAULT_GPUS = 64
+FAULT_CLOCK_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
 def add_gpu_fault_metrics(metrics, faults):
@@ -313,6 +320,20 @@ def add_gpu_fault_metrics(metrics, faults):
     for bus in sorted(set(counts) | set(gpus))[:MAX_FAULT_GPUS]:
         action = (gpus.get(bus) or {}).get("action", "none")
         metrics.add("dlrack_gpu_fault_action", FAULT_ACTIONS.index(action) if action in FAULT_ACTIONS else 0, {"gpu": bus})
+    counters = faults.get("counters") or {}
+    interval = counters.get("interval_s")
+    prev = counters.get("previous") or {}
+    for bus in sorted(counters.get("gpus") or {})[:MAX_FAULT_GPUS]:
+        gpu = counters["gpus"][bus]
+        if _is_count(gpu.get("pcie_replays")):
+            metrics.add("dlrack_gpu_pcie_replays_total", gpu["pcie_replays"], {"gpu": bus})
+            before = (prev.get(bus) or {}).get("pcie_replays")
+            if interval and _is_count(before):
+                grown = gpu["pcie_replays"] - before if gpu["pcie_replays"] >= before else gpu["pcie_replays"]
+                metrics.add("dlrack_gpu_pcie_replays_per_hour", grown * 3600.0 / interval, {"gpu": bus})
+        for reason in FAULT_CLOCK_REASONS:
+            if isinstance(gpu.get("clock_reasons"), list):
+                metrics.add("dlrack_gpu_clock_fault_active", 1 if reason in gpu["clock_reasons"] else 0, {"gpu": bus, "reason": reason})
 
 
 def gpu_fault_verdict(conf):
@@ -321,10 +342,30 @@ def gpu_fault_verdict(conf):
         from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.cli import check
     except ImportError:
         return None
+    conf = dict(conf)
+    conf.pop("counters_state", None)
     verdict = check(conf)
     verdict["unreadable"] = verdict.get("source") is None or any(
         "cannot" in n or "needs root" in n for n in verdict.get("notes", []))
     return verdict
+
+
+def gpu_fault_counters(xml_text, state_path=None, now=None):
+    """The counters beside the log from the collector's nvidia-smi -q -x, rated against its previous read
+    (kept in ``state_path``, which the gatherer reads too); None when gpu_faults is not installed."""
+    try:
+        from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather as fault_gather
+    except ImportError:
+        return None
+    prev = fault_gather.read_counter_state(state_path) if state_path else None
+    counters = fault_gather.counters_section(xml_text, prev, now=now)
+    counters["previous"] = (prev or {}).get("gpus") or {}
+    if state_path:
+        try:
+            fault_gather.write_counter_state(state_path, counters["gpus"], now=now)
+        except (IOError, OSError) as exc:
+            _report_errors(["GPU counters: %s not written (%s): no rates next time" % (state_path, exc)])
+    return counters
 
 
 def render_metrics(edac=None, gpus=None, gpu_up=None, detection=None, uptime_s=None,
@@ -417,7 +458,14 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
     if nvidia_smi_xml:
         with open(nvidia_smi_xml) as handle:
             xml_text = handle.read()
-    gpus, up = gpus_from_nvidia_smi(command=nvidia_smi, xml_text=xml_text)
+    if gpu_faults is not None and nvidia_smi and xml_text is None:
+        # one nvidia-smi read for the ECC counters and the fault counters (bounded as gpus_from_nvidia_smi does)
+        res = run_bounded([nvidia_smi, "-q", "-x"], timeout=60, output_limit=NVIDIA_SMI_OUTPUT_LIMIT)
+        xml_text = res.stdout if res.rc == 0 and not res.problem else ""
+    if xml_text == "":
+        gpus, up = [], False
+    else:
+        gpus, up = gpus_from_nvidia_smi(command=nvidia_smi, xml_text=xml_text)
     amd_errors = []
     amd_gpus, amd_up = amd_gpus_from_sysfs(root, amd_errors)
     if amd_up is not None:
@@ -425,6 +473,8 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
     faults = gpu_fault_verdict(gpu_faults) if gpu_faults is not None else None
     if faults is not None:
         _report_errors([n for n in faults.get("notes", []) if "cannot" in n or "needs root" in n or "limit" in n])
+        if xml_text and up:
+            faults["counters"] = gpu_fault_counters(xml_text, gpu_faults.get("counters_state"), now=now)
     return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
                           uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
                           duration_s=time.time() - started, amd_gpus=amd_gpus, amd_up=amd_up,
@@ -477,7 +527,7 @@ def main(argv=None):
     if opts["kernel-log"]:
         faults = {"kernel_log": opts["kernel-log"], "state_file": os.devnull}
     elif opts["gpu-faults-state"] != "none" and opts["root"] == "/":
-        faults = {"state_file": opts["gpu-faults-state"]}
+        faults = {"state_file": opts["gpu-faults-state"], "counters_state": DEFAULT_GPU_COUNTERS_STATE}
     text = collect(root=opts["root"], nvidia_smi=smi, nvidia_smi_xml=opts["nvidia-smi-xml"],
                    budget_24h=budget, virtualization=opts["virtualization"], gpu_faults=faults)
     if "stdout" in flags:

@@ -65,3 +65,28 @@ def test_collector_replays_a_kernel_log(capsys):
     # a captured tree without --kernel-log: no fault series (the live node's log is not the tree's)
     em.main(["--root", os.path.join(DATA, "edac", "netdata-issue1508-serverB"), "--nvidia-smi", "none", "--stdout"])
     assert "dlrack_gpu_fault" not in capsys.readouterr().out
+
+
+def test_counter_series_from_the_h200_xml(capsys, tmp_path):
+    """The collector's one nvidia-smi -q -x (the H200's real idle read) gives the PCIe replay counter and the fault
+    clock-event reasons (none active); a second read with the counter raised to 120 (the one changed figure) an
+    hour later gives the rate, and the counter state the gatherer reads is written."""
+    xml = os.path.join(XID, "h200-vm-nvidia-smi-q-x.xml")
+    rc = em.main(["--root", os.path.join(DATA, "edac", "netdata-issue1508-serverB"), "--stdout", "--nvidia-smi-xml", xml,
+                  "--kernel-log", os.path.join(XID, "h200-vm-dmesg-T-xid31.txt")])
+    text = capsys.readouterr().out
+    got = samples(text)
+    assert rc == 0 and got[("dlrack_gpu_pcie_replays_total", (("gpu", "0000:00:06.0"),))] == 0
+    assert got[("dlrack_gpu_clock_fault_active", (("gpu", "0000:00:06.0"), ("reason", "hw_slowdown")))] == 0
+    assert got[("dlrack_gpu_ecc_collector_up", ())] == 1
+    if shutil.which("promtool"):
+        res = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False, timeout=60)
+        assert res.returncode == 0 and not (res.stdout + res.stderr).strip(), res.stdout + res.stderr
+    state = str(tmp_path / "gpu-counters.json")
+    with open(xml) as handle:
+        body = handle.read()
+    em.gpu_fault_counters(body, state, now=1000.0)
+    later = em.gpu_fault_counters(body.replace("<replay_counter>0<", "<replay_counter>120<"), state, now=4600.0)
+    got = samples(em.render_metrics(gpu_faults={"counters": later, "gpus": {}, "since_boot": {}}, now=4600.0))
+    assert got[("dlrack_gpu_pcie_replays_per_hour", (("gpu", "0000:00:06.0"),))] == 120.0
+    assert later["rules"] == ["gpu.pcie_replays"]
