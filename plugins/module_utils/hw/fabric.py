@@ -53,9 +53,10 @@ def _counters(portdir):
     return out
 
 
-def read_ports(root="/", errors=None):
+def read_ports(root="/", errors=None, pkeys=True):
     """[{device, port, state, phys_state, rate_gbps, width, speed, link_layer, fw, pci_bus_id,
-    pkeys, counters}] for every RDMA port under ``root``."""
+    pkeys, counters}] for every RDMA port under ``root`` (``pkeys=False``: the P_Key table, up to
+    128 files a port, is left unread and [] - the second read of a run wants the counters only)."""
     base = under(root, "/sys/class/infiniband")
     out = []
     for dev in listdir(base, errors=errors, root=root)[:MAX_DEVICES]:
@@ -68,17 +69,17 @@ def read_ports(root="/", errors=None):
                 continue
             portdir = os.path.join(devdir, "ports", port)
             rate, width, speed = parse_rate(read_text(os.path.join(portdir, "rate"), limit=128))
-            pkeys = []
+            keys = []
             pdir = os.path.join(portdir, "pkeys")
-            for idx in sorted(listdir(pdir), key=lambda n: int(n) if n.isdigit() else 1 << 20)[:256]:
+            for idx in sorted(listdir(pdir) if pkeys else [], key=lambda n: int(n) if n.isdigit() else 1 << 20)[:256]:
                 value = (read_text(os.path.join(pdir, idx), limit=16) or "").lower()
-                if re.match(r"^0x[0-9a-f]{4}$", value) and value not in ("0x0000", "0x8000") and len(pkeys) < MAX_PKEYS:
-                    pkeys.append(value)
+                if re.match(r"^0x[0-9a-f]{4}$", value) and value not in ("0x0000", "0x8000") and len(keys) < MAX_PKEYS:
+                    keys.append(value)
             out.append({"device": dev[:64], "port": int(port), "state": _state(read_text(os.path.join(portdir, "state"), limit=64)),
                         "phys_state": _state(read_text(os.path.join(portdir, "phys_state"), limit=64)),
                         "rate_gbps": rate, "width": width, "speed": speed,
                         "link_layer": (read_text(os.path.join(portdir, "link_layer"), limit=32) or None),
-                        "fw": fw[:64] if fw else None, "pci_bus_id": pci, "pkeys": pkeys,
+                        "fw": fw[:64] if fw else None, "pci_bus_id": pci, "pkeys": keys,
                         "counters": _counters(portdir)})
     return out
 
@@ -118,10 +119,12 @@ class Sampler(object):
         waited = self.clock() - self.start
         if waited < MIN_INTERVAL_S:
             self.sleep(MIN_INTERVAL_S - waited)
-        second = read_ports(self.root, self.errors)
+        second = read_ports(self.root, self.errors, pkeys=False)
         seconds = max(self.clock() - self.start, 1e-3)
         rates = counter_rates(self.first, second, seconds)
+        keys = dict(((p["device"], p["port"]), p["pkeys"]) for p in self.first)
         for port in second:
+            port["pkeys"] = keys.get((port["device"], port["port"]), [])
             port["counter_rates"] = rates.get((port["device"], port["port"]))
             port["interval_s"] = round(seconds, 3)
         return {"ports": second}

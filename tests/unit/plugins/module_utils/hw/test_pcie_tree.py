@@ -194,3 +194,32 @@ def test_config_space_garbage_is_unknown():
     loop[0x40:0x42] = b"\x01\x40"     # a capability pointing at itself: the walk is bounded
     assert pcie_tree.parse_config(loop)["config_bytes"] == 256
     assert pcie_tree.parse_resource("junk\n0x10 0x0f 0x0\n") == []
+
+
+def test_hostile_sysfs_tree_never_raises(tmp_path):
+    """A tree with a dangling device link, a GPU whose files are junk, an endless resource file and
+    a config file of garbage: the GPU is kept with its unknowns None, nothing raises."""
+    root = tmp_path
+    dev = root / "sys" / "devices" / "pci0000:00" / "0000:00:01.0" / "0000:01:00.0"
+    dev.mkdir(parents=True)
+    (dev / "vendor").write_text("0x10de\n")
+    (dev / "class").write_text("0x030200\n")
+    (dev / "numa_node").write_text("\u00b2\n")
+    (dev / "current_link_width").write_text("255\n")
+    (dev / "resource").write_text("0xffffffffffffffff 0x0 0x0\n" * 5000)
+    (dev / "config").write_bytes(b"\xde\x10" + b"\xff" * 300)
+    (root / "sys" / "devices" / "pci0000:00" / "0000:00:01.0" / "vendor").write_text("0x8086\n")
+    (root / "sys" / "devices" / "pci0000:00" / "0000:00:01.0" / "class").write_text("0x060400\n")
+    links = root / "sys" / "bus" / "pci" / "devices"
+    links.mkdir(parents=True)
+    os.symlink("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0", str(links / "0000:01:00.0"))
+    os.symlink("../../../devices/pci0000:00/0000:00:01.0", str(links / "0000:00:01.0"))
+    os.symlink("../../../devices/pci0000:00/nowhere", str(links / "0000:00:02.0"))
+    os.symlink("../../../devices/pci0000:00/junk", str(links / "not-a-bdf"))
+    errors = []
+    tree = pcie_tree.read_sysfs(str(root), errors)
+    devs = by_bdf(tree)
+    gpu = devs["0000:01:00.0"]
+    assert gpu["kind"] == "gpu" and gpu["parent"] == "0000:00:01.0" and gpu["numa_node"] is None
+    assert gpu["link"]["width"] is None and gpu["bars"] == [] and gpu["acs"] == {"cap": [], "ctl": []}
+    assert "0000:00:02.0" not in devs and devs["0000:00:01.0"]["port"] == "root"
