@@ -317,8 +317,9 @@ PAGE_PROBE = r"""
 def every_report_page(tmp_path_factory):
     """{page: path} of every report page the collection writes, rendered by today's code from the
     golden copies' fixed inputs (tests/data/reports_golden: fleet.json, acceptance_doc.json): the
-    pre-flight's report.html (site.yml's site.html is the same writer and template), drift.html,
-    the merged slices' report.html and acceptance.html."""
+    pre-flight's report.html, drift.html, the merged slices' report.html, site.yml's site.html
+    (provisioned, failed in a role with a long message, unreachable, not provisioned) and
+    acceptance.html."""
     from ansible_collections.dlrack.node.plugins.plugin_utils import acceptance as acc
     from ansible_collections.dlrack.node.plugins.plugin_utils import report, report_merge
     from ansible_collections.dlrack.node.plugins.plugin_utils.rules import summarize
@@ -339,11 +340,22 @@ def every_report_page(tmp_path_factory):
         slices.append(report.write_reports(str(out / ("slice%d" % i)), sub, summarize(sub), meta={"fail_on": "error"})["json"])
     pages["merge"] = report_merge.merge_report_files(slices, str(out / "merge"))["report_paths"]["html"]
     pages["acceptance"] = acc.write_reports(str(out / "acceptance"), acceptance_doc)["html"]
+    # site.yml's site.html: each host's final state (plugin_utils/site_state.py) beside its findings
+    from ansible_collections.dlrack.node.plugins.plugin_utils.site_state import site_notes
+    from hwdocs import GATHERED, GOOD
+    site_hosts = {"gpu-01": {"dlrack_hw": GOOD}, "gpu-02": {"dlrack_hw_gathered": GATHERED}, "gpu-03": {"dlrack_hw": GOOD},
+                  "gpu-04": {"dlrack_hw": GOOD}}
+    notes, dummy = site_notes(sorted(site_hosts), ["gpu-04"], {
+        "gpu-01": None, "gpu-02": "failed in role storage_tiers at task 'Create the hot tier array': mdadm: "
+                                  "/dev/nvme3n1 is busy - skipping " + "x" * 300,
+        "gpu-03": "unreachable: Failed to connect to the host via ssh: ssh: connect to host 10.0.0.3 port 22: No route to host"})
+    pages["site"] = run_preflight({h: collect_host_inputs(h, hv) for h, hv in site_hosts.items()}, report_dir=str(out / "site"),
+                                  fail_on="never", prefix="site", notes=notes)["report_paths"]["html"]
     return pages
 
 
 @pytest.mark.parametrize("width,height", [(390, 844), (1366, 768)])
-@pytest.mark.parametrize("page", ["report", "drift", "merge", "acceptance"])
+@pytest.mark.parametrize("page", ["report", "drift", "merge", "site", "acceptance"])
 def test_every_report_page_at_phone_and_desktop_width(every_report_page, tmp_path, page, width, height):
     """Issue 30.9: each report page at 390 and 1366 px (screenshot kept under the test's tmp dir):
     the page does not scroll sideways, every table fits or scrolls in its own box, and
