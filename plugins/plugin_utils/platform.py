@@ -567,8 +567,8 @@ def check_bar1(ctx):
         if size is None or not mem:
             unknown.append(label)
         elif size < mem * (1 << 20):
-            bad.append("%s BAR1 %s for %s VRAM%s" % (label, _bytes(size), _bytes(mem << 20),
-                                                      " (Resizable BAR allows %s)" % _bytes(most) if most and most > size else ""))
+            allows = " (Resizable BAR allows %s)" % _bytes(most) if most and most > size else ""
+            bad.append("%s BAR1 %s for %s VRAM%s" % (label, _bytes(size), _bytes(mem << 20), allows))
         else:
             ok.append("%s %s" % (label, _bytes(size)))
     if bad:
@@ -860,8 +860,8 @@ def check_ib_errors(ctx):
         for name in SICK_COUNTERS:
             rate = port["counter_rates"].get(name)
             if isinstance(rate, dict) and (rate.get("delta") or 0) > 0:
-                growing.append("%s %s +%d in %ss (%s/s)" % (_port_name(port), name, rate["delta"], port.get("interval_s"),
-                                                          rate.get("per_s")))
+                growing.append("%s %s +%d in %ss (%s/s)"
+                               % (_port_name(port), name, rate["delta"], port.get("interval_s"), rate.get("per_s")))
             value = (port.get("counters") or {}).get(name)
             if value:
                 total.append("%s %s %d" % (_port_name(port), name, value))

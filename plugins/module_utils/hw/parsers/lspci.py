@@ -118,10 +118,9 @@ def _lspci_block(lines, domain):
         else:
             port = re.match(r"^Capabilities: \[[0-9a-f]+\] Express \(v\d\) (.*?)(?:,| \(|$)", line)
             if port:
-                dev["port"] = {"root port": "root", "upstream port": "upstream", "downstream port": "downstream",
-                               "endpoint": "endpoint", "legacy endpoint": "endpoint",
-                               "pci-express to pci/pci-x bridge": "pci_bridge"}.get(port.group(1).strip().lower(),
-                                                                                     dev["port"])
+                kinds = {"root port": "root", "upstream port": "upstream", "downstream port": "downstream",
+                         "endpoint": "endpoint", "legacy endpoint": "endpoint", "pci-express to pci/pci-x bridge": "pci_bridge"}
+                dev["port"] = kinds.get(port.group(1).strip().lower(), dev["port"])
     dev["bars"] = bars or None
     dev["rebar"] = rebar or None
     if dev["acs"] is None and dev["acs_readable"]:

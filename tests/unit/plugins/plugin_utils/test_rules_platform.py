@@ -28,7 +28,7 @@ ESC_GPUS = ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]
 def esc8000a():
     """ASUS ESC8000A-E12: 2x EPYC 9374F, 4 RTX 6000 Ada, 2 ConnectX-7 (2 functions each), NVMe behind switches."""
     tree = lspci.parse_lspci(real("pcie", "stelline-esc8000a-e12-lspci-vvv-8-devices.txt"),
-                                 real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
+                             real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
     gpus = [{"index": i, "pci_bus_id": b, "model": "NVIDIA RTX 6000 Ada Generation", "memory_mb": 49140,
              "pcie": {"width": 16, "width_max": 16}} for i, b in enumerate(ESC_GPUS)]
     return {"schema": 1, "source": "gathered", "gpus": gpus, "pcie": tree,

@@ -24,7 +24,7 @@ def real(*parts):
 
 def esc8000a():
     return lspci.parse_lspci(real("pcie", "stelline-esc8000a-e12-lspci-vvv-8-devices.txt"),
-                                 real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
+                             real("pcie", "stelline-esc8000a-e12-lspci-tv.txt"))
 
 
 def by_bdf(tree):
@@ -76,13 +76,13 @@ def test_lspci_whole_system_keeps_device_paths():
 def test_lspci_acs_lines_of_a_real_switch_port():
     """The PLX PEX8796 downstream port of an ESC8000 G4 (lspci -vvnn): ACS capable, all controls off."""
     tree = lspci.parse_lspci(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt") + "\n" +
-                                 real("lspci-vv", "linuxhw-esc8000g4-rtx2080ti-1d_00.0-lspci-vvnn-behind-plx-idle-2.5GTs.txt"))
+                             real("lspci-vv", "linuxhw-esc8000g4-rtx2080ti-1d_00.0-lspci-vvnn-behind-plx-idle-2.5GTs.txt"))
     devs = dict((d["bdf"], d) for d in tree["devices"])
     gpu = devs["0000:1d:00.0"]
     assert gpu["kind"] == "gpu" and gpu["vendor"] == "0x10de" and gpu["class"] == "0x0300"
     assert [b["size"] for b in gpu["bars"]] == [16 << 20, 256 << 20, 32 << 20]
-    blocks = lspci._lspci_block(real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt")
-                                    .splitlines(), "0000")
+    port_block = real("lspci-vv", "linuxhw-esc8000g4-plx-pex8796-downstream-1b_14.0-lspci-vvnn.txt")
+    blocks = lspci._lspci_block(port_block.splitlines(), "0000")
     assert blocks["port"] == "downstream" and blocks["acs_readable"]
     assert blocks["acs"] == {"cap": list(pcie_tree.ACS_BITS), "ctl": []}
     assert blocks["link"] == {"width": 16, "width_max": 16, "gen": 1, "gen_max": 3}
@@ -99,8 +99,8 @@ def test_hwloc_dgx2_export():
     assert sorted(set(g["numa_node"] for g in gpus)) == [0, 1]
     assert devs["0000:34:00.0"]["link_gbs"] == pytest.approx(15.753846)
     assert not any(d["kind"] == "nic" for d in tree["devices"])     # the export holds no NIC
-    assert lspci.parse_hwloc_xml("<topology><object") == {"source": "lspci", "devices": [], "iommu": None,
-                                                              "truncated": False}
+    broken = lspci.parse_hwloc_xml("<topology><object")
+    assert broken == {"source": "lspci", "devices": [], "iommu": None, "truncated": False}
 
 
 def hwloc_sysfs(tmp_path):
