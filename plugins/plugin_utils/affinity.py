@@ -456,17 +456,68 @@ def _amd_entry(entry, gpu):
 
 def _partition_warnings(gpus):
     """An MI300-class package in a compute partition mode shows as several logical devices
-    (hw/gpu/amd.py): the plan still has one CPU set per package, and ROCm's device indexes
-    (ROCR_VISIBLE_DEVICES) count the logical devices, so an index no longer names a plan entry."""
+    (hw/gpu/amd.py). Where their number is known the plan has one entry and CPU set per logical
+    device (``_split_partitions``); where it is not, the plan keeps one CPU set per package and ROCm's
+    device indexes (ROCR_VISIBLE_DEVICES) no longer name plan entries: said here."""
     out = []
     for t in gpus:
         g = t[2] if isinstance(t, tuple) else t
         mode = str(g.get("compute_partition") or "spx").lower() if isinstance(g, dict) else "spx"
-        if mode != "spx":
+        if mode != "spx" and _partition_count(g) is None:
             out.append("GPU %s is in compute partition mode %s (%s logical devices): the plan has one CPU set per "
                        "package and ROCm numbers the logical devices, so dlrack-gpu-bind's device indexes do not "
                        "match the plan; use SPX for pinned jobs"
                        % (g.get("index"), mode.upper(), g.get("partitions") or "several"))
+    return out
+
+
+def _partition_count(gpu):
+    """Logical devices of a partitioned package (>1), or None (unpartitioned, or how many unknown)."""
+    if str(gpu.get("compute_partition") or "spx").lower() == "spx":
+        return None
+    mod = gpu_seam.BY_NAME.get(gpu_seam.vendor_name(gpu) or "")
+    count = mod.logical_devices(gpu) if mod is gpu_seam.amd else None
+    return count if count and count > 1 else None
+
+
+def _split_partitions(topo, gpus, entries, include_smt, warnings):
+    """The plan entries with each partitioned package (CPX, DPX, ...) split into its logical devices,
+    in ROCm's order (packages in bus-id order, their partitions in order), renumbered: each partition
+    gets a contiguous block of the package's whole cores (sizes differing by at most one), its
+    package's memory nodes and, where gathered, the memory of one partition (``memory_mb``). Plans
+    without partitioned packages come back unchanged."""
+    if not any(_partition_count(t[2]) for t in gpus):
+        return entries
+    slurm_index = topo.slurm_core_index()
+    out = []
+    for t, entry in zip(gpus, entries):
+        g, n = t[2], _partition_count(t[2])
+        cores = []
+        for c in (parse_cpulist(entry["cpus"]) if n else []):
+            k = topo.core_of.get(c)
+            if k is not None and k not in cores:
+                cores.append(k)
+        if not n or len(cores) < n:
+            if n:
+                warnings.append("GPU %s (%s, %d logical devices) has %d cores: planned as one package"
+                                % (entry["index"], str(g["compute_partition"]).upper(), n, len(cores)))
+            out.append(dict(entry, index=len(out)))
+            continue
+        base, extra = divmod(len(cores), n)
+        pos = 0
+        for k in range(n):
+            take = base + (1 if k < extra else 0)
+            mine = cores[pos:pos + take]
+            pos += take
+            part = dict(entry, index=len(out), package_index=entry["index"], partition=k, cores=len(mine),
+                        cpus=format_cpulist(topo.cpus_of(mine, include_smt)),
+                        slurm_cores=format_cpulist(slurm_index[c] for c in mine))
+            if g.get("partition_memory_mb"):
+                part["memory_mb"] = g["partition_memory_mb"]
+            if k and "render_node" in part:
+                part["render_node"] = None        # a partition's own render node is not gathered
+                part["device_files"] = ["/dev/kfd"]
+            out.append(part)
     return out
 
 
@@ -497,7 +548,7 @@ def plan_gpu_affinity_report(hw, reserved_cores_per_socket=1, include_smt=True,
     units = _units(topo, opts["policy"], warnings)
     members = _place(topo, units, gpus, reserved, warnings)
     result = _split(topo, units, members, reserved, opts["include_smt"], opts["max_cores_per_gpu"])
-    report["gpus"] = [result[t[0]] for t in gpus]
+    report["gpus"] = _split_partitions(topo, gpus, [result[t[0]] for t in gpus], opts["include_smt"], warnings)
     return report
 
 

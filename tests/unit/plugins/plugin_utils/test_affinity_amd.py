@@ -104,13 +104,34 @@ def test_bind_rocm_errors_name_the_variable(plan):
     assert why == "LOCAL_RANK=1 -> ROCR_VISIBLE_DEVICES[1]=5"
 
 
-def test_partitioned_package_warns_that_indexes_do_not_match_the_plan():
+def test_partitioned_package_of_unknown_count_warns_that_indexes_do_not_match_the_plan():
     doc = hw()
     for g in doc["gpus"]:
-        g.update(compute_partition="cpx", partitions=8)
+        g.update(compute_partition="cpx", partitions=None)     # CPX without enforce_isolation: how many unknown
     warnings = plan_gpu_affinity_report(doc)["warnings"]
-    assert len(warnings) == 8 and warnings[0].startswith("GPU 0 is in compute partition mode CPX (8 logical devices)")
+    assert len(warnings) == 8 and warnings[0].startswith("GPU 0 is in compute partition mode CPX (several logical devices)")
     doc = hw()
     for g in doc["gpus"]:
         g.update(compute_partition="spx", partitions=1)
     assert plan_gpu_affinity_report(doc)["warnings"] == []
+
+
+def test_partitioned_packages_get_one_cpu_set_per_logical_device():
+    """issue 31.2: a package in DPX/CPX is planned as its logical devices in ROCm's order, each a
+    block of the package's cores and, where gathered, the memory of one partition."""
+    doc = hw(n=2)
+    for g in doc["gpus"]:
+        g.update(compute_partition="dpx", partitions=2, partition_memory_mb=98304)
+    rep = plan_gpu_affinity_report(doc)
+    assert rep["warnings"] == []
+    assert [(x["index"], x["package_index"], x["partition"], x["cpus"], x["memory_mb"]) for x in rep["gpus"]] == [
+        (0, 0, 0, "1-8", 98304), (1, 0, 1, "9-15", 98304), (2, 1, 0, "17-24", 98304), (3, 1, 1, "25-31", 98304)]
+    assert [x["render_node"] for x in rep["gpus"]] == ["renderD128", None, "renderD129", None]
+    # ROCR_VISIBLE_DEVICES counts the logical devices: index 3 is package 1's second partition
+    assert gpu_bind.resolve(rep, env={"ROCR_VISIBLE_DEVICES": "3", "LOCAL_RANK": "0"})["cpus"] == list(range(25, 32))
+    # fewer cores than partitions: that package stays one entry, said so
+    doc = hw(n=8)
+    for g in doc["gpus"]:
+        g.update(compute_partition="cpx", partitions=8)
+    rep = plan_gpu_affinity_report(doc)
+    assert len(rep["gpus"]) == 8 and "has 4 cores: planned as one package" in rep["warnings"][0]

@@ -167,3 +167,17 @@ def test_amd_smi_static_without_bdf_is_matched_and_gives_a_pcie_generation(tmp_p
 ])
 def test_model_from_device_id(device, names, model):
     assert amd_ids.model_of(device, *names) == model
+
+
+def test_mi300x_cpx_is_planned_as_64_logical_devices(trees, tmp_path):
+    """The CPX node of ROCm#4750 through the affinity plan: 8 packages x 8 partitions, each its own
+    block of cores and 24574 MiB (the capture's partition size), in ROCm's order."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils.affinity import plan_gpu_affinity_report
+    got, errors, dummy = replay(trees("mi300x-cpx-real"), tmp_path)
+    hw = {"schema": 1, "source": "gathered", "gpus": got,
+          "cpu": {"sockets": 2, "cores": 96, "threads": 96, "core_cpus": [str(c) for c in range(96)],
+                  "numa_nodes": [{"id": 0, "cpus": "0-47"}, {"id": 1, "cpus": "48-95"}]}}
+    rep = plan_gpu_affinity_report(hw)
+    assert rep["warnings"] == [] and len(rep["gpus"]) == 64
+    assert [(p["index"], p["package_index"], p["partition"]) for p in rep["gpus"][7:10]] == [(7, 0, 7), (8, 1, 0), (9, 1, 1)]
+    assert all(p["memory_mb"] == 24574 and p["cores"] >= 1 for p in rep["gpus"])
