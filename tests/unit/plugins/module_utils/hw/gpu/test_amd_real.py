@@ -181,3 +181,16 @@ def test_mi300x_cpx_is_planned_as_64_logical_devices(trees, tmp_path):
     assert rep["warnings"] == [] and len(rep["gpus"]) == 64
     assert [(p["index"], p["package_index"], p["partition"]) for p in rep["gpus"][7:10]] == [(7, 0, 7), (8, 1, 0), (9, 1, 1)]
     assert all(p["memory_mb"] == 24574 and p["cores"] >= 1 for p in rep["gpus"])
+
+
+@pytest.mark.parametrize("key", ["compute_partition", "accelerator_partition"])
+def test_amd_smi_partition_section(key):
+    """amd-smi static's partition section in both spellings of ROCm/amdsmi amdsmi_commands.py
+    (static_dict['partition'] = {"compute_partition"|"accelerator_partition": ..., "memory_partition": ...});
+    written into the source-shaped ../amd/amd-smi-static-mi300x-gpu_data.json, not a capture."""
+    with open(os.path.join(DATA, "amd", "amd-smi-static-mi300x-gpu_data.json")) as fh:
+        doc = json.load(fh)
+    doc["gpu_data"][0]["partition"] = {key: "CPX", "memory_partition": "NPS4", "partition_id": 0}
+    doc["gpu_data"][1]["partition"] = {key: "N/A", "memory_partition": "N/A"}
+    static = amd_smi.parse_amd_smi_static(json.dumps(doc))
+    assert [(s["compute_partition"], s["memory_partition"]) for s in static[:3]] == [("cpx", "nps4"), (None, None), (None, None)]
