@@ -25,11 +25,13 @@ CONFIG = "/etc/dlrack/health-check.json"
 ACCEPTED = "/var/lib/dlrack/health-accepted.json"
 MODULE_UTILS = "/usr/local/lib/dlrack/python/ansible_collections/dlrack/node/plugins/module_utils"
 # roles/scheduler/vars/main.yml: the collection files dlrack-health-check imports
-CODE = ["hw/hostfs.py", "programs/health_check.py", "scheduler/hostlist.py", "scheduler/slurm.py", "system/command.py"]
+CODE = ["hw/hostfs.py", "programs/health_check.py", "scheduler/hostlist.py", "scheduler/modes.py", "scheduler/node_guard.py",
+        "scheduler/slurm.py", "system/command.py"]
 # path -> (type, owner, group, mode) as `stat -c '%F %U %G %a'` prints them
 INSTALLED = {
     "/etc/dlrack": ("directory", "root", "root", "755"),
     "/var/lib/dlrack": ("directory", "root", "root", "755"),
+    "/var/log/dlrack": ("directory", "root", "root", "750"),
     BIN: ("regular file", "root", "root", "755"),
     CONFIG: ("regular file", "root", "root", "644"),
 }
@@ -39,7 +41,7 @@ INSTALLED.update((MODULE_UTILS + "/" + path, ("regular file", "root", "root", "6
 @pytest.fixture(scope="module")
 def node(host, read_sections):
     return read_sections(host, [
-        ("active", "systemctl is-active munge slurmctld slurmd"),
+        ("active", "systemctl is-active munge slurmctld slurmd slurmd@n01 slurmd@n02 slurmd@n03 slurmd@n04"),
         ("slurm01", "scontrol show node slurm01"),
         ("nodes", "scontrol show node -o"),
         ("config", "scontrol show config | grep ^HealthCheck"),
@@ -67,7 +69,7 @@ def show_node(lines):
 
 
 def test_munge_slurmctld_and_slurmd_run(node):
-    assert node[0]["active"] == ["active", "active", "active"], node[1]
+    assert node[0]["active"] == ["active"] * 7, node[1]
 
 
 def test_slurm01_is_drained_with_dlracks_reason_and_this_runs_id(node):
@@ -106,20 +108,25 @@ def test_health_check_code_is_the_collections(node):
     got = dict(reversed(line.split(None, 1)) for line in node[0]["sha256"])
     assert got == want, node[1]
     lines = node[0]["bin"]
-    assert lines[0] == "#!/usr/bin/python3" and 'sys.path.insert(0, "/usr/local/lib/dlrack/python")' in lines, lines
+    assert lines[0] == "#!/usr/bin/python3 -IS" and 'sys.path.insert(0, "/usr/local/lib/dlrack/python")' in lines, lines
 
 
 def test_health_check_configuration(node):
     assert json.loads("\n".join(node[0]["conf"])) == {
         "node": "slurm01", "state_file": ACCEPTED,
         "textfile": "/var/lib/node_exporter/textfile_collector/dlrack_ecc.prom", "textfile_max_age_s": 3600,
-        "hot_mount": "", "scontrol": "scontrol", "timeout_s": 10}
+        "hot_mount": "", "scontrol": "scontrol", "timeout_s": 10, "rule_modes": {}, "rule_modes_groups": {},
+        "fail_runs": 2, "fault_persist_s": 900, "pass_runs": 2, "service_drains": 3, "service_window_s": 604800,
+        "cap_max_nodes": 2, "cap_max_percent": 100.0, "partitions": [],
+        "history_file": "/var/lib/dlrack/health-history-{node}.json", "audit_log": "/var/log/dlrack/health-check-{node}.jsonl",
+        "metrics_textfile": "/var/lib/dlrack/metrics-{node}.prom", "return_validation": True, "return_copy": True}
 
 
 def test_accepted_state_records_no_gpu(node):
     # the first install ran --accept: the container's GPUs (none) are the accepted state
     doc = json.loads("\n".join(node[0]["accepted"]))
-    assert doc["schema"] == 1 and doc["gpus"] == [] and doc["accepted_at"] > 1700000000, doc
+    # (scheduler_health_check_no_gpu: without it, accepting no visible GPU is refused)
+    assert doc["schema"] == 1 and doc["gpus"] == [] and doc["no_gpu"] is True and doc["accepted_at"] > 1700000000, doc
 
 
 def test_health_check_by_hand_finds_the_node_healthy(node):

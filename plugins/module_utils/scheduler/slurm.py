@@ -105,7 +105,7 @@ def time_now():
 
 def new_health_run_id(now=None, token=None):
     """A fresh run id of the node program: ``health-YYYYmmddTHHMMSSZ-<12 hex>``."""
-    stamp = datetime.datetime.utcfromtimestamp(int(now if now is not None else time_now())).strftime(RUN_STAMP)
+    stamp = time.strftime(RUN_STAMP, time.gmtime(int(now if now is not None else time_now())))
     token = token if token is not None else os.urandom(6).hex()
     return "%s%s-%s" % (HEALTH_RUN_PREFIX, stamp, token)
 
