@@ -139,6 +139,10 @@ def test_visible_devices_gres_and_plan(trees, tmp_path):
         ("ascend", 0, "/dev/davinci0"), ("ascend", 1, "/dev/davinci1")]
     lines = affinity.gres_conf_lines(plan)
     assert [line.split()[1] for line in lines] == ["File=/dev/davinci0", "File=/dev/davinci1"]
+    # dlrack-gpu-bind picks the NPU by ASCEND_RT_VISIBLE_DEVICES (the vendor's variable, from the seam)
+    from ansible_collections.dlrack.node.plugins.module_utils.programs import gpu_bind
+    res = gpu_bind.resolve(plan, env={"ASCEND_RT_VISIBLE_DEVICES": "1", "LOCAL_RANK": "0"})
+    assert [g["index"] for g in res["gpus"]] == [1] and res["why"] == "LOCAL_RANK=0 -> ASCEND_RT_VISIBLE_DEVICES[0]=1"
 
 
 def test_rules_judge_an_ascend_node_with_its_own_words(trees, tmp_path):
