@@ -475,9 +475,19 @@ def check_switches(ctx):
         ctx.skip("no PCIe switch on a GPU/NIC/NVMe path")
         return
     limit = ctx.th["pcie_switch_oversubscription_max"]
+    gpus_below = {}
+    for gpu in tree.of_kind("gpu"):
+        for anc in tree.chain(gpu["bdf"]):
+            gpus_below[anc] = gpus_below.get(anc, 0) + 1
+
+    def text(usp, down, up, unit):
+        line = _ratio_text(usp, down, up, unit)
+        if unit == "lanes" and gpus_below.get(usp):
+            line = line[:-1] + ", %g lanes per GPU to the host)" % (float(up) / gpus_below[usp])
+        return line
     over = [(usp, down, up, unit) for usp, down, up, unit in found if up and float(down) / up > limit]
     if over:
-        shown = [_ratio_text(u, d, w, unit) for u, d, w, unit in over]
+        shown = [text(u, d, w, unit) for u, d, w, unit in over]
         ctx.report("fail", "; ".join(shown), "<= %g:1" % limit,
                    "PCIe switch(es) oversubscribed: %s; host-to-device copies of the devices below share the uplink"
                    % "; ".join(shown),
@@ -488,7 +498,7 @@ def check_switches(ctx):
                    "cannot verify %d PCIe switch(es): a port width is unknown" % (len(switches(tree)) - len(found)),
                    "run hw_facts on the host, or declare the switch ports' links in dlrack_hw.pcie")
     else:
-        ctx.report("pass", "; ".join(_ratio_text(u, d, w, unit) for u, d, w, unit in found), "<= %g:1" % limit,
+        ctx.report("pass", "; ".join(text(u, d, w, unit) for u, d, w, unit in found), "<= %g:1" % limit,
                    "%d PCIe switch(es) within %g:1 downstream to uplink lanes" % (len(found), limit))
 
 

@@ -168,7 +168,9 @@ def test_switch_oversubscription_dgx2_is_two_to_one():
     assert outcome == "pass" and "31.5 GB/s downstream on a 15.8 GB/s uplink (2.0:1)" in found[0]["observed"]
     found, outcome = findings(dgx2(), "pcie.switch_oversubscription",
                               thresholds={"pcie_switch_oversubscription_max": 1.5})
-    assert outcome == "warn" and "0000:2c:00.0: x32 downstream on an x16 uplink (2.0:1)" in found[0]["message"]
+    assert outcome == "warn" and "0000:2c:00.0: x32 downstream on an x16 uplink (2.0:1, 4 lanes per GPU to the host)" \
+        in found[0]["message"]
+    assert "0000:32:00.0: x32 downstream on an x16 uplink (2.0:1, 8 lanes per GPU to the host)" in found[0]["message"]
 
 
 def test_lane_budget_counts_nics_and_nvme_per_socket():
