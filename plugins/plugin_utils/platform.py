@@ -28,20 +28,29 @@ ENDPOINTS = ("gpu", "nic", "nvme", "storage")
 GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 
+_NORM = {}
+
+
 def _norm(bdf):
+    """'18:00.0' / '00000000:18:00.0' / '0000:18:00.0' -> '0000:18:00.0' (None for a non-string);
+    memoised: the checks ask for the same few hundred addresses many times."""
     if not isinstance(bdf, str):
         return None
-    bdf = bdf.strip().lower()
-    parts = bdf.split(":")
-    if len(parts) == 2:
-        bdf = "0000:" + bdf
-    elif len(parts) == 3 and len(parts[0]) > 4:
-        bdf = parts[0][-4:] + ":" + ":".join(parts[1:])   # nvidia-smi's 00000000:18:00.0
-    return bdf
+    out = _NORM.get(bdf)
+    if out is None:
+        out = bdf.strip().lower()
+        parts = out.split(":")
+        if len(parts) == 2:
+            out = "0000:" + out
+        elif len(parts) == 3 and len(parts[0]) > 4:
+            out = parts[0][-4:] + ":" + ":".join(parts[1:])   # nvidia-smi's 00000000:18:00.0
+        if len(_NORM) < 65536:
+            _NORM[bdf] = out
+    return out
 
 
 class Tree(object):
-    """The devices of ``dlrack_hw.pcie`` by address, with their chains."""
+    """The devices of ``dlrack_hw.pcie`` by address, with their chains (computed once per tree)."""
 
     def __init__(self, pcie):
         pcie = pcie if isinstance(pcie, dict) else {}
@@ -49,7 +58,9 @@ class Tree(object):
         self.iommu = pcie.get("iommu") if isinstance(pcie.get("iommu"), dict) else None
         self.devices = [d for d in pcie.get("devices") or [] if isinstance(d, dict) and _norm(d.get("bdf"))]
         self.by_bdf = dict((_norm(d["bdf"]), d) for d in self.devices)
+        self._parent = dict((b, _norm(d.get("parent"))) for b, d in self.by_bdf.items())
         self._chains = {}
+        self._distances = {}
 
     def get(self, bdf):
         return self.by_bdf.get(_norm(bdf))
@@ -57,12 +68,13 @@ class Tree(object):
     def chain(self, bdf):
         """Bridges from the root port down to the device's parent (addresses)."""
         bdf = _norm(bdf)
-        if bdf in self._chains:
-            return self._chains[bdf]
-        out, cur, seen = [], self.by_bdf.get(bdf), 0
-        while cur is not None and _norm(cur.get("parent")) in self.by_bdf and seen < 64:
-            out.append(_norm(cur["parent"]))
-            cur, seen = self.by_bdf[_norm(cur["parent"])], seen + 1
+        found = self._chains.get(bdf)
+        if found is not None:
+            return found
+        out, cur, seen = [], bdf, 0
+        while self._parent.get(cur) in self.by_bdf and seen < 64:
+            cur, seen = self._parent[cur], seen + 1
+            out.append(cur)
         out.reverse()
         self._chains[bdf] = out
         return out
@@ -80,11 +92,11 @@ class Tree(object):
         for anc in reversed(self.chain(bdf)):
             if node is not None:
                 break
-            node = (self.get(anc) or {}).get("numa_node")
+            node = (self.by_bdf.get(anc) or {}).get("numa_node")
         return node
 
     def port(self, bdf):
-        return (self.get(bdf) or {}).get("port")
+        return (self.by_bdf.get(bdf) or self.get(bdf) or {}).get("port")
 
     def rdma_nics(self):
         """NICs that do RDMA: those with InfiniBand devices (sysfs), or whose RDMA is unknown (lspci)."""
@@ -100,6 +112,13 @@ class Tree(object):
 def distance(tree, a, b):
     """The nvidia-smi topo legend between functions ``a`` and ``b`` (None when either is unknown)."""
     a, b = _norm(a), _norm(b)
+    key = (a, b) if (a or "") <= (b or "") else (b, a)
+    if key not in tree._distances:
+        tree._distances[key] = _distance(tree, a, b)
+    return tree._distances[key]
+
+
+def _distance(tree, a, b):
     if tree.get(a) is None or tree.get(b) is None:
         return None
     ca, cb = tree.chain(a), tree.chain(b)
@@ -192,11 +211,13 @@ def acs_problems(tree, pairs):
     judged: traffic between root ports goes through the root complex whatever ACS says."""
     bad, unreadable, judged = [], [], 0
     for a, b in pairs:
+        ca, cb = tree.chain(a), tree.chain(b)
+        if not ca or not cb or ca[0] != cb[0]:
+            continue            # not under one root port: PHB or farther, through the root complex
         legend = distance(tree, a, b)
         if legend not in ("PIX", "PXB"):
             continue
         judged += 1
-        ca, cb = tree.chain(a), tree.chain(b)
         ports = []
         for port in ca + cb:
             if port not in ports and tree.port(port) != "root":
@@ -361,12 +382,23 @@ def _labels(hw, tree):
     return out
 
 
+def host_tree(ctx):
+    """The Tree of ``ctx.hw["pcie"]``, built once per evaluated host and shared by its rules."""
+    pcie = ctx.hw.get("pcie")
+    cached = getattr(ctx, "_pcie_tree", None)
+    if cached is not None and cached[0] is pcie:
+        return cached[1]
+    tree = Tree(pcie)
+    ctx._pcie_tree = (pcie, tree)
+    return tree
+
+
 def _tree_or_skip(ctx):
     """The tree, or None. A document without ``pcie`` (declared racks, facts from before issue 32)
     gets no outcome of these rules at all, as before they existed; an empty tree is a skip."""
     if ctx.hw.get("pcie") is None:
         return None
-    tree = Tree(ctx.hw.get("pcie"))
+    tree = host_tree(ctx)
     if not tree.devices:
         ctx.skip("no PCIe tree in dlrack_hw.pcie (gather with hw_facts, or declare the rack's topology)")
         return None
@@ -623,7 +655,7 @@ def check_iommu(ctx):
         return
     mode = iommu["mode"]
     where = " (cmdline: %s)" % " ".join(iommu.get("cmdline") or []) if iommu.get("cmdline") else ""
-    tree = Tree(pcie)
+    tree = host_tree(ctx)
     if mode == "translated":
         ctx.report("fail", mode + where, "off or passthrough",
                    "IOMMU in translated mode: %s" % IOMMU_MEANING[mode],
@@ -665,7 +697,7 @@ def check_nic_affinity(ctx):
 
 
 def check_rail_alignment(ctx):
-    tree = Tree(ctx.hw.get("pcie"))
+    tree = host_tree(ctx)
     declared = ctx.declared if isinstance(ctx.declared, dict) else {}
     rail = ((ctx.hw.get("fabric") or {}).get("rail_optimized") if isinstance(ctx.hw.get("fabric"), dict) else None)
     if rail is None and isinstance(declared.get("fabric"), dict):
