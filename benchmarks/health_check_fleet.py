@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,10 +33,15 @@ import time
 
 
 def timed(argv, env):
+    """(wall s, CPU s of the process and the scontrol it ran, result). The CPU time (user + system,
+    RUSAGE_CHILDREN) barely moves when other jobs share the CPUs; the wall time does."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, check=False,
                          universal_newlines=True, timeout=60)
-    return time.perf_counter() - t0, res
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), res
 
 
 def main(argv=None):
@@ -61,12 +67,13 @@ def main(argv=None):
     cases = {"dry-run": [args.bin, "--config", paths["pass"], "--dry-run"], "pass": [args.bin, "--config", paths["pass"]],
              "fleet": [args.bin, "--config", paths["fleet"], "--json"]}
     times = dict((k, []) for k in cases)
+    cpu = dict((k, []) for k in cases)
     try:
         for k, cmd in cases.items():          # one warm-up each
             timed(cmd, env)
         for dummy in range(args.runs):
             for k, cmd in cases.items():
-                took, res = timed(cmd, env)
+                took, used, res = timed(cmd, env)
                 want = {"dry-run": 0, "pass": 0, "fleet": 4}[k]
                 if res.returncode != want:
                     sys.stderr.write("%s: rc %d, expected %d: %s%s\n" % (k, res.returncode, want, res.stdout, res.stderr))
@@ -75,6 +82,7 @@ def main(argv=None):
                     sys.stderr.write("fleet: the count did not see the held node: %s\n" % res.stdout)
                     return 1
                 times[k].append(took)
+                cpu[k].append(used)
     finally:
         subprocess.run(["scontrol", "update", "NodeName=" + args.hold, "State=RESUME"], check=False)
     out = {"runs": args.runs, "node": args.node,
@@ -83,7 +91,8 @@ def main(argv=None):
     for k, vals in times.items():
         vals = sorted(vals)
         out[k] = {"median_ms": round(statistics.median(vals) * 1000, 1), "min_ms": round(vals[0] * 1000, 1),
-                  "max_ms": round(vals[-1] * 1000, 1)}
+                  "max_ms": round(vals[-1] * 1000, 1), "cpu_median_ms": round(statistics.median(cpu[k]) * 1000, 1)}
+    out["load_average"] = os.getloadavg()
     out["fleet_over_pass"] = round(out["fleet"]["median_ms"] / out["pass"]["median_ms"], 2)
     out["pass_over_dry_run"] = round(out["pass"]["median_ms"] / out["dry-run"]["median_ms"], 2)
     print(json.dumps(out, indent=1, sort_keys=True))

@@ -500,8 +500,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     ready, why = guard.ready_to_drain(history, conf, now)
     if not ready:
         return "%s: %s" % (node, why)
-    nodes = sc.show_all()
-    fleet = guard.fleet(nodes, node, conf["partitions"])
+    fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
     limit = guard.cap_limit(fleet["total"], conf["cap_max_nodes"], conf["cap_max_percent"])
     out["fleet"] = {"partitions": fleet["partitions"], "total": fleet["total"], "held": len(fleet["held"]), "limit": limit}
     others = [n for n in fleet["held"] if n["name"] != node]
@@ -518,8 +517,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
         reason = format_reason(guard.service_rules(enforced), new_health_run_id(now))
     line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain")
     # two nodes deciding at once: count again; over the cap, the newest drains give way
-    nodes = sc.show_all()
-    fleet = guard.fleet(nodes, node, conf["partitions"])
+    fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
     out["fleet"]["held_after"] = len(fleet["held"])
     if len(fleet["held"]) > limit and guard.give_back(fleet["held"], node, limit):
         out["rc"] = RC_CAP

@@ -31,11 +31,12 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_text, write_atomic
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
-    SERVICE_RULE, is_health_run_id, is_ours, parse_reason)
+    SERVICE_RULE, is_health_run_id, is_ours, parse_reason, parse_show_node)
 
 GUARD_DEFAULTS = {
     "fail_runs": 2,
@@ -173,6 +174,29 @@ def fleet(nodes, node, partitions=None):
         members = list(nodes.values())
     held = [n for n in members if n["drained"] and is_ours(n["reason"])]
     return {"partitions": parts, "total": len(members), "held": held}
+
+
+_PARTITIONS_RE = re.compile(r" Partitions=(\S*)")
+
+
+def fleet_text(text, node, partitions=None):
+    """fleet() from the text of ``scontrol show node -o``: only the lines that can be held by us
+    (a ``Reason=dlrack: `` in them) are parsed in full; of the others only the name and the
+    partitions are read (a 10,000-node cluster is ~5 MB of text: parse_show_node on all of it
+    would be most of the program's time)."""
+    nodes = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line.startswith("NodeName="):
+            continue
+        if " Reason=dlrack: " in line or line.startswith("NodeName=%s " % node):
+            nodes.update(parse_show_node(line))
+            continue
+        name = line[len("NodeName="):].split(" ", 1)[0]
+        m = _PARTITIONS_RE.search(line)
+        parts = [p for p in (m.group(1) if m else "").split(",") if p and p != "(null)"]
+        nodes[name] = {"name": name, "partitions": parts, "drained": False, "reason": None}
+    return fleet(nodes, node, partitions)
 
 
 def _order_key(node):

@@ -361,13 +361,14 @@ class Scontrol(object):
             nodes.update(got)
         return nodes
 
-    def show_all(self):
-        """{name: node} of every node Slurm knows: ONE ``scontrol show node -o`` call (bounded in
-        time and output like every call). Raises SlurmError when scontrol gives no usable answer."""
+    def show_all(self, parse=True):
+        """{name: node} of every node Slurm knows (``parse=False``: the text): ONE ``scontrol show
+        node -o`` call (bounded in time and output like every call). Raises SlurmError when scontrol
+        gives no usable answer."""
         res = self._run([self.path, "show", "node", "-o"])
         if res[0] != 0:
             raise SlurmError("%s; is slurmctld reachable from this host (scontrol ping)?" % failure(res, "scontrol show node"))
-        return parse_show_node(res[1])
+        return parse_show_node(res[1]) if parse else res[1]
 
     def update(self, names, state, reason=None):
         """One ``scontrol update`` per ``batch`` names; returns the failure sentences (scontrol

@@ -159,3 +159,21 @@ def test_audit_log_is_bounded(tmp_path):
     assert os.path.getsize(conf["audit_log"]) <= 2000 and os.path.getsize(conf["audit_log"] + ".1") <= 2000
     with open(conf["audit_log"]) as f:
         assert json.loads(f.read().splitlines()[-1])["i"] == 99
+
+
+def test_fleet_from_text_counts_like_the_full_parse():
+    """fleet_text parses in full only the lines a drain of ours can be on; same answer as the full
+    parse, with drains of both grammars, a person's, another partition and a reason imitating ours."""
+    fake = _cluster()
+    fake.lines["n08"] = fake.lines["n08"].replace("Partitions=gpu", "Partitions=cpu")
+    for name, reason in (("n02", ANSIBLE), ("n03", "dlrack: gpu.present health-20261204T160000Z-0a1b2c3d4e5f"),
+                         ("n04", "dlrack: rma pending"), ("n05", "dlrack: gpu.x health-anything"),
+                         ("n08", "dlrack: gpu.present health-20261204T160000Z-0a1b2c3d4e5f")):
+        fake(["scontrol", "update", "NodeName=" + name, "State=DRAIN", "Reason=" + reason])
+    text = fake(["scontrol", "show", "node", "-o"])[1]
+    for parts in (None, ["gpu"], ["cpu"], ["gpu", "cpu"]):
+        full = guard.fleet(slurm.parse_show_node(text), "n01", parts)
+        fast = guard.fleet_text(text, "n01", parts)
+        assert (fast["total"], sorted(n["name"] for n in fast["held"])) == (full["total"], sorted(n["name"] for n in full["held"]))
+    fast = guard.fleet_text(text, "n01")
+    assert fast["partitions"] == ["gpu"] and fast["total"] == 9 and sorted(n["name"] for n in fast["held"]) == ["n02", "n03"]
