@@ -43,6 +43,18 @@ def sysfs_tree(name):
     The trees hold ':' in names and dangling symlinks like a real /sys, so they are generated
     into a temporary folder instead of being committed (the collection must build and pass
     ansible-test sanity)."""
+    path = os.path.join(_built(), name)
+    if not os.path.isdir(path):
+        raise LookupError("no sysfs tree %r: build_trees.py builds %s" % (name, sysfs_trees()))
+    return path
+
+
+def sysfs_trees():
+    """The names of every tree build_trees.py builds (for parametrize; sysfs_tree(name) is its path)."""
+    return sorted(os.listdir(_built()))
+
+
+def _built():
     if "out" not in _TREES:
         out = tempfile.mkdtemp(prefix="dlrack-sysfs-")
         atexit.register(shutil.rmtree, out, True)
@@ -52,10 +64,7 @@ def sysfs_tree(name):
         spec.loader.exec_module(mod)
         mod.build_all(out)
         _TREES["out"] = out
-    path = os.path.join(_TREES["out"], name)
-    if not os.path.isdir(path):
-        raise LookupError("no sysfs tree %r: build_trees.py builds %s" % (name, sorted(os.listdir(_TREES["out"]))))
-    return path
+    return _TREES["out"]
 
 
 def tracked_copy(dest):

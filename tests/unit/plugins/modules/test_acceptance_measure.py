@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from testpaths import COLLECTIONS, ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+from testpaths import ROOT, module_pythonpath  # noqa: E402  (tests/ is on sys.path: conftest)
 
 MODULE = os.path.join(ROOT, "plugins", "modules", "acceptance_measure.py")
 
@@ -16,7 +16,7 @@ MODULE = os.path.join(ROOT, "plugins", "modules", "acceptance_measure.py")
 def run_module(tmp_path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
+    env = dict(os.environ, PYTHONPATH=module_pythonpath())   # the collection and ansible-core, both layouts
     proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=env, timeout=300, check=False)
     assert proc.stdout, proc.stderr.decode()

@@ -7,11 +7,10 @@ import stat
 import subprocess
 import sys
 
-_ROOT = os.path.dirname(os.path.abspath(__file__))
-while not os.path.isdir(os.path.join(_ROOT, "tests", "data")):
-    _ROOT = os.path.dirname(_ROOT)
-MODULE = os.path.join(_ROOT, "plugins", "modules", "packages_missing.py")
-DATA = os.path.join(_ROOT, "tests", "data", "packages")
+from testpaths import ROOT, module_pythonpath  # noqa: E402  (tests/ is on sys.path: conftest)
+
+MODULE = os.path.join(ROOT, "plugins", "modules", "packages_missing.py")
+DATA = os.path.join(ROOT, "tests", "data", "packages")
 
 # The stand-in answers like the real tool for the names captured (NAME.out: installed, rc 0;
 # NAME.missing: not installed, rc 1); every other name is unknown to it.
@@ -37,7 +36,7 @@ def _bin(tmp_path, tool, unknown):
 def run_module(tmp_path, path, **args):
     argfile = tmp_path / "args.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.path.join(_ROOT, ".collections"), PATH=path)
+    env = dict(os.environ, PYTHONPATH=module_pythonpath(), PATH=path)   # the collection and ansible-core, both layouts
     proc = subprocess.run([sys.executable, MODULE, str(argfile)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           env=env, timeout=120, check=False)
     assert proc.stdout, proc.stderr.decode()

@@ -15,6 +15,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import (
 
 from conftest import DATA  # noqa: E402
 from hwdocs import GATHERED, GOOD  # noqa: E402
+from testpaths import sysfs_tree, sysfs_trees  # noqa: E402
 
 
 def _doc(**sections):
@@ -171,7 +172,7 @@ class _Run(object):
         return 127, "", "not found"
 
 
-_TREES = sorted(d for d in os.listdir(os.path.join(DATA, "sysfs")) if os.path.isdir(os.path.join(DATA, "sysfs", d)))
+_TREES = sysfs_trees()   # generated at test time (testpaths.sysfs_tree): tests/data/sysfs holds only their recipe
 
 
 @pytest.mark.parametrize("tree", _TREES)
@@ -179,7 +180,7 @@ _TREES = sorted(d for d in os.listdir(os.path.join(DATA, "sysfs")) if os.path.is
 def test_every_gathered_document_is_a_valid_declaration(tree, is_root):
     """Issue 11.3: gather a golden node, save it as the rack's declaration: no inventory.schema finding."""
     xml = "telegraf-dual_2070-v13.xml" if tree == "dual-2070-x8" else None
-    doc = gather(root=os.path.join(DATA, "sysfs", tree), run_command=_Run(xml), is_root=is_root,
+    doc = gather(root=sysfs_tree(tree), run_command=_Run(xml), is_root=is_root,
                  dmidecode="/usr/sbin/dmidecode" if is_root else "never")
     if is_root:
         assert doc["memory"]["installed_mb"] and doc["memory"]["dimms"]     # dmidecode's keys are covered too

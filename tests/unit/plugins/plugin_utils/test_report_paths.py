@@ -17,7 +17,7 @@ from ansible_collections.dlrack.node.plugins.plugin_utils import report
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import read_host, run_preflight
 
 from hwdocs import GOOD
-from testpaths import ROOT
+from testpaths import COLLECTIONS
 
 
 def test_symlinked_lock_is_refused_and_its_target_never_created(tmp_path):
@@ -77,7 +77,7 @@ def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, sig, handlers):
     reports = tmp_path / "reports"
     reports.mkdir()
     script = tmp_path / "child.py"
-    script.write_text(CHILD % {"collections": os.path.join(ROOT, ".collections")})
+    script.write_text(CHILD % {"collections": COLLECTIONS})
     # Hold the directory's lock: the writer has made its temporary files and waits for the lock.
     lock = os.open(str(reports / report.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX)

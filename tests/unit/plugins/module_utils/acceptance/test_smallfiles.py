@@ -14,7 +14,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.acceptance import node
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import scratch
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import smallfiles as sf
 from ansible_collections.dlrack.node.plugins.module_utils.hw.cpulist import format_cpulist
-from testpaths import ROOT  # noqa: E402  (tests/ is on sys.path: conftest)
+from testpaths import COLLECTIONS  # noqa: E402  (tests/ is on sys.path: conftest)
 
 
 def _left(path):
@@ -102,7 +102,7 @@ def test_a_real_signal_removes_the_set_then_ends_the_process(tmp_path, signum):
     # The child's dispositions are set here, not inherited: under `nohup make test` SIGHUP is
     # ignored and stays ignored in a child (test_an_ignored_signal_stays_ignored tests that case);
     # this test is about a signal that would end the process (issue 30.10).
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), COLLECTIONS, "200000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                             preexec_fn=_default_dispositions)
     try:
@@ -210,7 +210,7 @@ def test_an_ignored_signal_stays_ignored(tmp_path):
     that would end the process are turned into a clean stop."""
     tier = tmp_path / "tier"
     tier.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), os.path.join(ROOT, ".collections"), "200000"],
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tier), COLLECTIONS, "200000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                             preexec_fn=_nohup_dispositions)
     try:
