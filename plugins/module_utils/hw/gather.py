@@ -28,7 +28,9 @@ dimms}``, ``gpus[].{driver, vendor_id, device_id, serial, mig_mode, virtualizati
 ecc_errors, retired_pages, remapped_rows}`` (AMD GPUs also ``vendor, interconnect, ras,
 render_node, kfd_node, package``: hw/gpu/amd.py), ``gpus[].pcie.{gen_host_max, speed, speed_max}``,
 ``disks[].{path, rotational, removable, read_only, role, wwid, wwn, by_id_all, probe}`` (see
-blockdev.py), ``host``, ``uptime_s``, ``errors``.
+blockdev.py), ``host``, ``uptime_s``, ``errors``; with the host subset ``versions`` (the software and firmware
+stack: hw/versions.py; the GPU part shares the one ``nvidia-smi -q -x``: a command asked twice in one gather
+runs once).
 """
 from __future__ import absolute_import, division, print_function
 
