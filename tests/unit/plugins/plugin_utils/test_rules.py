@@ -714,7 +714,11 @@ def test_each_check_files_its_findings_under_its_own_id(doc):
         r.run(ctx)
         assert set(f["rule"] for f in ctx.findings[before:]) <= {r.id}
         seen.update(f["rule"] for f in ctx.findings[before:])
-    assert len(seen) >= len(RULE_IDS) - 1
+    # every rule of 0.1.0 reports on these documents (one may skip silently); the shadow rules added
+    # since judge optional sections (pcie, power, fabric, versions, gpu_faults) that these documents do
+    # not hold, and a document without the section gets no outcome from them (goldens unchanged)
+    first = [r.id for r in rules.registry() if not r.shadow]
+    assert len(seen & set(first)) >= len(first) - 1
 
 
 def test_hostile_names_and_documents_in_a_fleet():
