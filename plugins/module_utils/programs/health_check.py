@@ -462,7 +462,7 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
             out["notes"].append(problem)
 
     if shadowed and guard.changed(history, "shadow", shadowed):
-        event("would_drain", shadowed, why="shadow mode: the rule(s) report, they never drain")
+        event("would_drain", shadowed, why="shadow: the rule(s) report, they never drain")
     elif not shadowed:
         history["last"].pop("shadow", None)
     current = sc.show([node]).get(node)
@@ -493,7 +493,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     if action != "drain":
         if current and current["reason"] and not mine and not guard.is_ours(current["reason"]):
             if guard.changed(history, "left_alone", current["reason"]):
-                event("left_alone", enforced, current["reason"], "the node carries a person's reason: never overwritten")
+                event("left_alone", enforced, current["reason"], "ownership: the node carries a person's reason, never overwritten")
         return "%s: %s" % (node, why)
     if current["drained"]:          # ours already, other rules: the reason is updated (counted already)
         return _update(sc, node, "drain", reason, "drained for %s" % ",".join(enforced), event, enforced)
@@ -507,7 +507,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     if len(others) + 1 > limit:
         out["rc"] = RC_CAP
         if guard.changed(history, "cap", enforced):
-            event("refused_cap", enforced, reason, "%d of %d nodes of %s held by dlrack, the cap is %d: not drained"
+            event("refused_cap", enforced, reason, "cap: %d of %d nodes of %s held by dlrack, the cap is %d: not drained"
                   % (len(others), fleet["total"], ",".join(fleet["partitions"]) or "the cluster", limit), fleet=out["fleet"])
         return "%s: would drain (%s) but %d of %d nodes are held by dlrack, at the cap of %d: not drained" % (
             node, ",".join(enforced), len(others), fleet["total"], limit)
@@ -523,7 +523,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
         out["rc"] = RC_CAP
         history["drains"] = history["drains"][:-1]
         sc.update([node], "resume")
-        event("gave_back", enforced, reason, "%d nodes held after this drain, the cap is %d: this (newest) drain given back"
+        event("gave_back", enforced, reason, "cap: %d nodes held after this drain, the cap is %d: this (newest) drain given back"
               % (len(fleet["held"]), limit), fleet=out["fleet"])
         return "%s: drained, then given back: %d nodes held by dlrack after it, the cap is %d" % (node, len(fleet["held"]), limit)
     return line
@@ -548,7 +548,7 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
     out["notes"].extend(notes)
     if not ok:
         if guard.changed(history, "return", notes):
-            event("return_blocked", (), current["reason"], "; ".join(notes))
+            event("return_blocked", (), current["reason"], "validation: " + "; ".join(notes))
         return "%s: passes, but %s: stays drained" % (node, notes[0])
     history["last"].pop("return", None)
     return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume")
@@ -562,7 +562,8 @@ def _update(sc, node, action, reason, done, event, rules, kind=None):
         raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"],
                                                                (": " + "; ".join(problems)) if problems else ""))
     if kind:
-        event(kind, rules, reason or (after["reason"] if action == "drain" else None))
+        event(kind, rules, reason or (after["reason"] if action == "drain" else None),
+              "service: drained too often within the window; only a person resumes it" if kind == "service_required" else None)
     elif action == "drain":
         event("drain", rules, reason, "reason updated: other rules fail now")
     return "%s: %s%s" % (node, done, (" (%s)" % reason) if reason and action == "drain" else "")

@@ -55,6 +55,13 @@ GUARD_DEFAULTS = {
 EVENTS = ("drain", "resume", "refused_cap", "gave_back", "left_alone", "would_drain", "service_required",
           "held_streak", "return_blocked")
 HISTORY_LIMIT = 256 * 1024
+# Each event's action and outcome in the audit line: the keys of the Ansible act's audit records
+# (plugin_utils/act_audit.py: ts, side, action, outcome, why, node, rules, reason), so one query
+# answers "what did dlrack do to node X" over both logs.
+AUDIT_FIELDS = {"drain": ("drain", "done"), "service_required": ("drain", "done"), "resume": ("resume", "done"),
+                "refused_cap": ("refused", "not_acted"), "gave_back": ("drain", "given_back"),
+                "left_alone": ("refused", "not_acted"), "would_drain": ("would_drain", "not_acted"),
+                "return_blocked": ("resume", "refused")}
 
 
 class GuardError(Exception):
@@ -232,7 +239,10 @@ def audit(conf, record, now=None):
     path = conf["audit_log"]
     if not path:
         return None
-    line = json.dumps(dict(record, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))), sort_keys=True) + "\n"
+    action, outcome = AUDIT_FIELDS.get(record.get("event"), (record.get("event"), None))
+    record = dict({"side": "node", "action": action, "outcome": outcome}, **record)
+    record["ts"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(now))
+    line = json.dumps(record, sort_keys=True) + "\n"
     try:
         directory = os.path.dirname(path)
         if directory and not os.path.isdir(directory):

@@ -225,6 +225,9 @@ def test_shadow_rule_never_drains_and_says_what_it_would_do(tmp_path, host):
     assert [c[1] for c in fake.calls] == ["show"] * 3        # nothing but the node's own state read
     events = _audit(conf)
     assert [e["event"] for e in events] == ["would_drain"] and events[0]["rules"] == ["memory.ecc_errors"]
+    # the keys of the Ansible act's audit lines (plugin_utils/act_audit.py): one query reads both logs
+    assert events[0]["action"] == "would_drain" and events[0]["outcome"] == "not_acted" and events[0]["side"] == "node"
+    assert events[0]["node"] == "slurm01" and events[0]["why"].startswith("shadow:") and events[0]["ts"].endswith("+00:00")
     with open(conf["metrics_textfile"]) as f:
         prom = f.read()
     assert 'dlrack_health_check_would_drain{rule="memory.ecc_errors"} 1' in prom

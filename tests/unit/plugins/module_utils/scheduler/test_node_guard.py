@@ -76,6 +76,7 @@ def test_a_bad_rule_on_every_node_drains_at_most_the_cap(tmp_path, monkeypatch):
     with open(str(tmp_path / "n05.jsonl")) as f:
         rec = [json.loads(line) for line in f]
     assert [r["event"] for r in rec] == ["refused_cap"] and rec[0]["rules"] == ["storage.hot_tier_mounted"]
+    assert rec[0]["action"] == "refused" and rec[0]["why"].startswith("cap: 3 of 10 nodes of gpu held by dlrack, the cap is 3")
     with open(str(tmp_path / "n05.prom")) as f:
         prom = f.read()
     assert 'dlrack_health_check_events_total{event="refused_cap"} 1' in prom and "dlrack_health_check_refused_cap 1" in prom
