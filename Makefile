@@ -43,7 +43,8 @@ molecule: test-deps
 sanity: venv
 	./scripts/sanity.sh $(SANITY_ARGS)
 
-## ansible-test units on the same copy (the unit tests, run the way collection CI runs them).
+## ansible-test units on a copy in .cache/units (the whole of tests/unit, run the way collection CI runs them;
+## make test runs the files that depend on the layout: tests/lint/test_units_ansible_test.py). SANITY_ARGS: targets.
 units-ansible-test: venv
 	./scripts/sanity.sh units $(SANITY_ARGS)
 

@@ -4,15 +4,16 @@
 # (from .venv/collections, see bootstrap.sh) next to it, a git repository there so ansible-test
 # sees exactly those files. Extra arguments go to ansible-test (e.g. --test pylint).
 #   make sanity            # every test that can run here; exit status 0 when clean
-#   ./scripts/sanity.sh units   # ansible-test units on the same copy (make units-ansible-test)
+#   ./scripts/sanity.sh units [TARGETS]  # ansible-test units on a copy in .cache/units (make units-ansible-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BASE=$ROOT/.cache/sanity
-DEST=$BASE/ansible_collections/dlrack/node
 PY=${SANITY_PYTHON:-3.11}
 cmd=sanity
 if [ "${1:-}" = units ]; then cmd=units; shift; fi
+# units in a copy of its own (.cache/units): make sanity and make units-ansible-test can run at once.
+BASE=$ROOT/.cache/$cmd
+DEST=$BASE/ansible_collections/dlrack/node
 
 rm -rf "$DEST"
 mkdir -p "$DEST"

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from testpaths import COLLECTIONS, ROOT
+from testpaths import COLLECTIONS, ROOT, needs_checkout
 
 IMAGE = "localhost/dlrack-systemd:bookworm"
 PLUGIN_DIR = os.path.join(ROOT, "molecule", "plugins", "connection")
@@ -33,7 +33,8 @@ def _have_image():
     return subprocess.run(["podman", "image", "exists", IMAGE], check=False).returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not _have_image(), reason="needs root, podman, ansible-playbook and %s (make test-deps)" % IMAGE)
+pytestmark = [needs_checkout(".venv's ansible-playbook drives a podman container"),
+              pytest.mark.skipif(not _have_image(), reason="needs root, podman, ansible-playbook and %s (make test-deps)" % IMAGE)]
 
 PLAY = """
 - hosts: all

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from nodelib import NODE_ROLES, ROOT, install_node_lib, module_utils_files
+from testpaths import needs_checkout
 
 COLLECTION_PREFIX = "ansible_collections.dlrack.node.plugins.module_utils"
 STDLIB = frozenset(sys.stdlib_module_names)
@@ -126,6 +127,7 @@ def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):
     assert r.stdout.split() == [COLLECTION_PREFIX + ".programs.gpu_bind", "True", "[0,", "1,", "2,", "3]", "True"]
 
 
+@needs_checkout("ansible-galaxy of .venv builds and installs the collection")
 @pytest.mark.skipif(not shutil.which("ansible-galaxy", path=os.path.dirname(sys.executable)),
                     reason="ansible-galaxy of this venv")
 def test_layout_works_from_an_installed_collection(tmp_path):
