@@ -33,7 +33,11 @@ def filter_result(raw, module):
     left_out = sorted(k for k in raw if k in STEERING or (isinstance(k, str) and k.startswith("_ansible_") and k not in PRIVATE_KEPT))
     out = dict((k, v) for k, v in raw.items() if k not in left_out)
     if left_out:
-        names = [console(k) for k in left_out]
+        names = []
+        for key in left_out:
+            facts = raw[key] if key == "ansible_facts" and isinstance(raw[key], dict) else None
+            names.append("ansible_facts (%s)" % ", ".join(console(n) for n in sorted(facts, key=str)[:MAX_NAMES])
+                         if facts else console(key))
         warnings = list(out.get("warnings") or []) if isinstance(out.get("warnings"), list) else []
         warnings.append("%s: left out what the node returned that Ansible would turn into variables, stats, hosts or groups "
                         "(a node cannot set them): %s" % (module, ", ".join(names[:MAX_NAMES]) + (
