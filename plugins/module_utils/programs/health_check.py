@@ -465,6 +465,9 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
         event("would_drain", shadowed, why="shadow: the rule(s) report, they never drain")
     elif not shadowed:
         history["last"].pop("shadow", None)
+    if not enforced:     # a refusal logged once per episode: the next failure is a new one
+        history["last"].pop("cap", None)
+        history["last"].pop("left_alone", None)
     current = sc.show([node]).get(node)
     mine = guard.is_mine(current)
     drained_for = (parse_reason(current["reason"]) or ((), ""))[0] if mine else ()

@@ -80,8 +80,15 @@ def test_a_bad_rule_on_every_node_drains_at_most_the_cap(tmp_path, monkeypatch):
     with open(str(tmp_path / "n05.prom")) as f:
         prom = f.read()
     assert 'dlrack_health_check_events_total{event="refused_cap"} 1' in prom and "dlrack_health_check_refused_cap 1" in prom
+    # the same refusal again is not logged again; after a pass, a new failure is a new refusal
+    conf = _conf(tmp_path, "n05", cap_max_nodes=5, cap_max_percent=30)
+    assert _act(conf, fake, ["storage.hot_tier_mounted"], now=T0 + 5)["rc"] == hc.RC_CAP
+    _act(conf, fake, [], now=T0 + 10)
+    assert _act(conf, fake, ["storage.hot_tier_mounted"], now=T0 + 15)["rc"] == hc.RC_CAP
+    with open(str(tmp_path / "n05.jsonl")) as f:
+        assert [json.loads(line)["event"] for line in f] == ["refused_cap", "refused_cap"]
     # one bounded call counts the fleet: show (own), show (all)
-    assert fake.calls[-2:] == [["scontrol", "show", "node", "-o", "n08"], ["scontrol", "show", "node", "-o"]]
+    assert fake.calls[-2:] == [["scontrol", "show", "node", "-o", "n05"], ["scontrol", "show", "node", "-o"]]
     # beyond the cap a passing node is still resumed; the cap re-arms by itself and n03 drains
     assert "resumed" in _act(_conf(tmp_path, "n01"), fake, [], now=T0 + 60)["line"]
     assert "drained" in _act(_conf(tmp_path, "n03", cap_max_nodes=5, cap_max_percent=30), fake, ["gpu.present"], now=T0 + 90)["line"]
