@@ -237,7 +237,9 @@ def plan(report_paths, hosts=None, backend="slurm", node_names=None, short_names
         raise PlanError(str(exc))
     docs = [_load(p, not_before) for p in report_paths]
     if not docs:
-        raise PlanError("no reports to act on: scheduler_reports is empty")
+        raise PlanError("no reports of this run to act on (scheduler_reports is empty): the act judges the reports the same "
+                        "run wrote - run site.yml, drift.yml or acceptance.yml with -e dlrack_scheduler=%s rather than "
+                        "playbooks/scheduler.yml alone" % backend)
     found, report_run_id = verdicts(docs)
     outside = []
     if hosts is not None:

@@ -131,3 +131,14 @@ def test_acceptance_acts_before_its_hosts_fail(tmp_path, slurm):
                         "-e", "scheduler_scontrol=" + scontrol, "-e", json.dumps({"scheduler_node_names": {"gpu-x99": "slurm01"}}))
     assert rc != 0 and "ERROR   gpu-x99" in out, out[-3000:]
     assert _node(state, "slurm01")[1].startswith("dlrack: acceptance.host.measured ")
+
+
+def test_the_play_alone_says_it_has_no_reports_of_this_run(slurm):
+    """playbooks/scheduler.yml acts on the reports of the run that imports it; run alone (even in
+    check mode) it fails with one sentence saying what to run instead, not an undefined variable."""
+    state, scontrol = slurm
+    before = state.read_text()
+    rc, out = _playbook("playbooks/scheduler.yml", "-i", os.path.join(FLEETS, "fail-slurm01.yml"), "--check",
+                        "-e", "dlrack_scheduler=slurm", "-e", "scheduler_scontrol=" + scontrol)
+    assert rc != 0 and "no reports of this run to act on (scheduler_reports is empty)" in out, out[-3000:]
+    assert "is undefined" not in out and state.read_text() == before
