@@ -5,7 +5,9 @@ molecule/scheduler/fleets that drive playbooks/scheduler.yml."""
 import datetime
 import json
 import os
+import re
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLEETS = os.path.join(ROOT, "molecule", "scheduler", "fleets")
@@ -47,3 +49,27 @@ def this_run(path, ahead_s=120):
     with open(path, "w") as f:
         json.dump(doc, f)
     return path
+
+
+def fake_slurm(tmp_path, more=()):
+    """A stand-in slurmctld (tests/slurmfake.py) in TMP_PATH: (state file, scontrol wrapper). slurm01
+    IDLE (a captured line), ghost01-03 and future01 as captured; ``more``: names of further IDLE nodes
+    (slurm01's line renamed)."""
+    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-states.txt")) as f:
+        lines = dict((ln.split()[0][9:], ln) for ln in f.read().splitlines() if ln.startswith("NodeName="))
+    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-draining.txt")) as f:
+        lines["slurm01"] = f.read().splitlines()[0]
+    for name in more:
+        lines[name] = lines["slurm01"].replace("slurm01", name)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(lines))
+    wrapper = tmp_path / "scontrol"
+    wrapper.write_text("#!/bin/sh\nexec %s %s %s \"$@\"\n" % (sys.executable, os.path.join(ROOT, "tests", "slurmfake.py"), state))
+    wrapper.chmod(0o755)
+    return state, str(wrapper)
+
+
+def node_state(state, name):
+    """(State=, the reason without Slurm's [user@time]) of NAME in a fake_slurm state file."""
+    line = json.loads(state.read_text())[name]
+    return re.search(r"State=(\S+)", line).group(1), (re.search(r"Reason=(.*?) \[", line) or [None, None])[1]

@@ -22,9 +22,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        # the run's own --check (this task itself runs with check_mode false: it only reads variables)
-        from ansible import context
-        run_check = bool((context.CLIARGS or {}).get("check", False))
+        # the check mode this task inherits (the run's --check, or check_mode on the play or the include):
+        # the act's default when scheduler_check is unset
+        run_check = bool(self._play_context.check_mode)
         try:
             out = decide(self._task, self._loader, task_vars or {}, ARGUMENT_SPEC, run_check)
         except ActSettingsError as exc:

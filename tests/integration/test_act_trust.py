@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from schedulerlib import ROOT
+from schedulerlib import ROOT, fake_slurm, node_state
 from hostile import Node, inventory, node_vars, playbook
 
 STEER = {
@@ -31,17 +31,7 @@ STEER = {
 
 @pytest.fixture()
 def slurm(tmp_path):
-    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-states.txt")) as f:
-        lines = dict((ln.split()[0][9:], ln) for ln in f.read().splitlines() if ln.startswith("NodeName="))
-    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-draining.txt")) as f:
-        lines["slurm01"] = f.read().splitlines()[0]
-    lines["slurm02"] = lines["slurm01"].replace("slurm01", "slurm02")     # a healthy node outside the run
-    state = tmp_path / "state.json"
-    state.write_text(json.dumps(lines))
-    wrapper = tmp_path / "scontrol"
-    wrapper.write_text("#!/bin/sh\nexec %s %s %s \"$@\"\n" % (sys.executable, os.path.join(ROOT, "tests", "slurmfake.py"), state))
-    wrapper.chmod(0o755)
-    return state, str(wrapper)
+    return fake_slurm(tmp_path, more=("slurm02",))     # slurm02: a healthy node outside the run
 
 
 def _report(tmp_path):
@@ -60,9 +50,7 @@ def _report(tmp_path):
     return str(path)
 
 
-def _state(state, name):
-    line = json.loads(state.read_text())[name]
-    return re.search(r"State=(\S+)", line).group(1), (re.search(r"Reason=(.*?) \[", line) or [None, None])[1]
+_state = node_state
 
 
 @pytest.mark.parametrize("cache", ["jsonfile", "memory"])

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from schedulerlib import FLEETS, ROOT, preflight_reports, this_run
+from schedulerlib import FLEETS, ROOT, fake_slurm, node_state, preflight_reports, this_run
 from schedulerlib import playbook as _playbook
 
 TESTS = os.path.join(ROOT, "tests")
@@ -24,21 +24,10 @@ def reports(tmp_path_factory):
 @pytest.fixture()
 def slurm(tmp_path):
     """State file + scontrol wrapper; slurm01 IDLE (captured line), ghost01-03 as captured."""
-    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-states.txt")) as f:
-        lines = dict((ln.split()[0][9:], ln) for ln in f.read().splitlines() if ln.startswith("NodeName="))
-    with open(os.path.join(ROOT, "tests", "data", "slurm", "show-node-draining.txt")) as f:
-        lines["slurm01"] = f.read().splitlines()[0]
-    state = tmp_path / "state.json"
-    state.write_text(json.dumps(lines))
-    wrapper = tmp_path / "scontrol"
-    wrapper.write_text("#!/bin/sh\nexec %s %s %s \"$@\"\n" % (sys.executable, os.path.join(TESTS, "slurmfake.py"), state))
-    wrapper.chmod(0o755)
-    return state, str(wrapper)
+    return fake_slurm(tmp_path)
 
 
-def _node(state, name):
-    line = json.loads(state.read_text())[name]
-    return re.search(r"State=(\S+)", line).group(1), (re.search(r"Reason=(.*?) \[", line) or [None, None])[1]
+_node = node_state
 
 
 def _act(reports, fleet, scontrol, *extra):
