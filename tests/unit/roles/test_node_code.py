@@ -127,9 +127,9 @@ def test_import_fails_without_lib_and_works_with_it(node_lib, tmp_path):
     assert r.stdout.split() == [COLLECTION_PREFIX + ".programs.gpu_bind", "True", "[0,", "1,", "2,", "3]", "True"]
 
 
-@needs_checkout("ansible-galaxy of .venv builds and installs the collection")
 @pytest.mark.skipif(not shutil.which("ansible-galaxy", path=os.path.dirname(sys.executable)),
                     reason="ansible-galaxy of this venv")
+@needs_checkout("ansible-galaxy of .venv builds and installs the collection")   # the innermost mark's reason is the one shown
 def test_layout_works_from_an_installed_collection(tmp_path):
     """An installed collection has every listed file in the plugins/module_utils beside the
     node_code action (which reads them there), and a node lib built from it imports."""
