@@ -151,10 +151,10 @@ run_id:
   returned: always
 k8s:
   description:
-    - For O(backend=kubernetes) - C(taint) (C({name, spec}): Nodes to taint NoSchedule with key C(dlrack.node/unhealthy)
+    - "For O(backend=kubernetes) - C(taint) (C({name, spec}) - Nodes to taint NoSchedule with key C(dlrack.node/unhealthy)
       and the run id as value), C(untaint) (passing Nodes that carry our taint; C(taint_key)), C(patch) and
       C(patch_after) (C({name, definition}) merge patches of the C(dlrack.node/*) labels and annotations, before
-      tainting and after untainting), C(left_alone) (Nodes with a person's taint under our key), C(skipped), C(messages).
+      tainting and after untainting), C(left_alone) (Nodes with a person's taint under our key), C(skipped), C(messages)."
   type: dict
   returned: when O(backend=kubernetes)
 problems:

@@ -62,6 +62,7 @@ def ansible_run_id(run_id):
     real UTC time stamp and 12 random hex digits, a format nobody types by hand (slurm.valid_run_id)."""
     return valid_run_id(run_id, "ansible")
 
+
 # The slack between this run's start and a report's generated_at (clock granularity).
 NOT_BEFORE_SLACK_S = 2
 K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")

@@ -11,8 +11,6 @@ touch nothing else, name the node, and do the same on the next run when the fact
 jsonfile fact cache only. slurmctld is tests/slurmfake.py (real Slurm 22.05 output)."""
 import json
 import os
-import re
-import sys
 
 import pytest
 

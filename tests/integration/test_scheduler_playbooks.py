@@ -6,7 +6,6 @@ real slurmctld; this test covers the playbook wiring, the switch and check mode 
 import json
 import os
 import re
-import sys
 
 import pytest
 

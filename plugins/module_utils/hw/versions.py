@@ -61,6 +61,8 @@ class _Budget(object):
         if self.skipped:
             self._errors.append("versions: %s not run: the %d s budget of the version commands was spent"
                                 % (", ".join(sorted(set(self.skipped))), self.budget_s))
+
+
 clean = stack.clean
 
 

@@ -562,8 +562,8 @@ def _update(sc, node, action, reason, done, event, rules, kind=None):
     after = sc.show([node]).get(node)
     ok = after is not None and (after["drained"] if action == "drain" else not after["drained"])
     if not ok:
-        raise SlurmError("scontrol did not %s %s (now %s)%s" % (action, node, after and after["state"],
-                                                               (": " + "; ".join(problems)) if problems else ""))
+        raise SlurmError("scontrol did not %s %s (now %s)%s" % (
+            action, node, after and after["state"], (": " + "; ".join(problems)) if problems else ""))
     if kind:
         event(kind, rules, reason or (after["reason"] if action == "drain" else None),
               "service: drained too often within the window; only a person resumes it" if kind == "service_required" else None)

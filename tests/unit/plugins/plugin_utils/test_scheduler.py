@@ -270,8 +270,8 @@ def test_a_host_whose_facts_set_a_setting_is_neither_drained_nor_resumed(tmp_pat
     why = "host evil: its facts set scheduler_max_drain_nodes - ..."
     out = scheduler.plan([path], hosts=["evil", "n2"], untrusted={"evil": why}, max_percent=100)
     assert out["drain"] == [] and out["resume"] == ["n2"] and out["judged"] == 1
-    assert out["problems"] == [why] and out["audit"][0] == {"action": "refused", "why": "trust", "host": "evil", "rules": [],
-                                                             "run_id": RUN, "backend": "slurm"}
+    assert out["problems"] == [why]
+    assert out["audit"][0] == {"action": "refused", "why": "trust", "host": "evil", "rules": [], "run_id": RUN, "backend": "slurm"}
 
 
 def test_run_ids_of_ours_only(tmp_path):
