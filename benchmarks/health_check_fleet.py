@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: dlrack.node contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -45,7 +44,7 @@ def timed(argv, env):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--bin", default="/usr/local/sbin/dlrack-health-check")
     ap.add_argument("--node", required=True, help="the Slurm node the runs judge (SLURMD_NODENAME)")
     ap.add_argument("--hold", required=True, help="another node of its partition, drained by dlrack for the run")

@@ -980,7 +980,7 @@ def tree_differences(declared, gathered):
     declared GPU/NIC (the topology, not the bus numbers of the bridges between them) and link
     capabilities at least those declared."""
     want, got = Tree(declared), Tree(gathered)
-    ends = [d for d in want.of_kind("gpu", "nic", "nvme")]
+    ends = list(want.of_kind("gpu", "nic", "nvme"))
     out = []
     for dev in ends:
         bdf = _norm(dev["bdf"])
@@ -1020,6 +1020,6 @@ def check_matches_declared(ctx):
                    "move the cards to the declared slots (a GPU and its NIC under one switch for GPUDirect RDMA), "
                    "replace the part, or fix the declaration")
     else:
-        n = len([d for d in Tree(declared["pcie"]).of_kind("gpu", "nic", "nvme")])
+        n = len(list(Tree(declared["pcie"]).of_kind("gpu", "nic", "nvme")))
         ctx.report("pass", "%d devices as declared" % n, "the declared topology",
                    "the %d declared GPU/NIC/NVMe devices sit where declared, with the declared legends between them" % n)

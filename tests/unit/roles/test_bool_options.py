@@ -39,8 +39,7 @@ def _conditionals(node):
             yield from _conditionals(item)
     elif isinstance(node, str):
         for expr in re.findall(r"\{\{(.*?)\}\}", node, re.S):
-            for cond in re.findall(r"\bif\s+(.*?)\s+else\b", expr, re.S):
-                yield cond
+            yield from re.findall(r"\bif\s+(.*?)\s+else\b", expr, re.S)
 
 
 def bare_uses(role):

@@ -269,7 +269,7 @@ def parse_hwloc_xml(text):
     devices with their parents, host bridge (the bus range of the depth-0 host bridge object) and
     NUMA node (the Package/NUMANode that holds them). hwloc gives each link as GB/s
     (``pci_link_speed``), not width and generation: that goes to ``link_gbs``, the widths stay null."""
-    import xml.etree.ElementTree as ElementTree
+    from xml.etree import ElementTree
     try:
         root = ElementTree.fromstring((text or "")[:LSPCI_LIMIT * 4])
     except ElementTree.ParseError:

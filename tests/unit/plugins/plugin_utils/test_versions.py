@@ -198,8 +198,8 @@ def test_classes_are_model_and_count():
     inputs["four"] = collect_host_inputs("four", {"dlrack_hw": four})
     results = dict((h, evaluate_host(h, **kw)) for h, kw in inputs.items())
     matrix, outliers, dummy = versions.compare(results)
-    assert [(c["class"], c["hosts"]) for c in matrix] == [("NVIDIA H100 80GB HBM3 x8", 1), ("NVIDIA H200 x4", 1),
-                                                        ("NVIDIA H200 x8", 10)]
+    assert [(c["class"], c["hosts"]) for c in matrix] == [
+        ("NVIDIA H100 80GB HBM3 x8", 1), ("NVIDIA H200 x4", 1), ("NVIDIA H200 x8", 10)]
     assert sorted(outliers) == ["gpu-08", "gpu-09", "gpu-10"]     # alone in their class, h100 and four are not
 
 

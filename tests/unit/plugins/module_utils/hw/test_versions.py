@@ -147,8 +147,8 @@ def test_gather_versions_from_real_values(tmp_path):
     assert got["kernel"] == "5.11.0-22-generic"
     assert got["bios"] == {"vendor": "Dell Inc.", "version": "2.2.4", "date": "04/12/2021"}
     assert got["gpu_driver"] == "580.159.04" and got["cuda_driver"] == "13.0"
-    assert [(g["pci_bus_id"], g["vbios"]) for g in got["gpus"]] == [("0000:00:06.0", "96.00.A5.00.1A"),
-                                                                     ("0000:03:00.0", "115-D050PIL-100")]
+    assert [(g["pci_bus_id"], g["vbios"]) for g in got["gpus"]] == [
+        ("0000:00:06.0", "96.00.A5.00.1A"), ("0000:03:00.0", "115-D050PIL-100")]
     assert [(n["name"], n["kind"], n["firmware"], n["model"]) for n in got["nics"]] == [
         ("hfi1_0", "infiniband", "1.27.0", "HPE 100Gb 1-port OP101 QSFP28 x16 PCIe Gen3 with Intel Omni-Path Adapter"),
         ("mlx4_0", "infiniband", "2.31.5050", "MT4099"), ("mlx5_0", "infiniband", "14.28.2006", "MT4118"),

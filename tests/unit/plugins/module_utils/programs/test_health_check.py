@@ -253,7 +253,9 @@ def test_flap_damping_drain_after_n_resume_after_m(tmp_path, host):
     conf = _conf(tmp_path, host)           # defaults: 2 and 2
     fake = _fake_idle()
     sc = slurm.Scontrol(runner=fake)
-    state = lambda: slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["drained"]  # noqa: E731
+
+    def state():
+        return slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["drained"]
     assert "failing run 1 of 2" in _act(conf, sc, ["gpu.present"])["line"] and not state()
     assert _act(conf, sc, [])["rc"] == 0 and not state()         # a pass breaks the streak
     assert "failing run 1 of 2" in _act(conf, sc, ["gpu.present"])["line"] and not state()

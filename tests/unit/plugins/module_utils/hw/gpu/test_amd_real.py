@@ -54,28 +54,32 @@ def replay(root, tmp_path, answers=None):
 def test_radeon_rx6700xt_model_vram_link_from_rocm_smi(trees, tmp_path):
     got, errors, calls = replay(trees("rx6700xt"), tmp_path, {"rocm-smi": "telegraf-rx6700xt_rocm612.json"})
     assert errors == [] and calls == ["rocm-smi"]
-    (g,) = got
+    g = got[0]
+    assert len(got) == 1
     assert (g["model"], g["memory_mb"], g["device_id"]) == ("AMD Radeon RX 6700/6700 XT / 6800M", 12272, "0x73df")
     assert (g["pcie"]["gen"], g["pcie"]["width"]) == (4, 16)
 
 
 def test_radeon_instinct_mi50_serial_and_unique_id(trees, tmp_path):
     got, errors, dummy = replay(trees("mi50-vega20"), tmp_path, {"rocm-smi": "telegraf-vega-20-WKS-GL-XE.json"})
-    (g,) = got
+    g = got[0]
+    assert len(got) == 1
     assert errors == [] and (g["model"], g["memory_mb"], g["serial"], g["uuid"]) == (
         "AMD Radeon Instinct MI50 32GB", 32752, "692024000810", "GPU-02f048617326b1ea")
 
 
 def test_vega10_without_a_product_name_stays_unknown(trees, tmp_path):
     got, errors, dummy = replay(trees("vega10-xt"), tmp_path, {"rocm-smi": "telegraf-vega-10-XT.json"})
-    (g,) = got
+    g = got[0]
+    assert len(got) == 1
     # rocm-smi printed no card series and the capture no device id: unknown, never a guess
     assert errors == [] and (g["model"], g["memory_mb"], g["pcie"]["gen"]) == (None, 16368, 3)
 
 
 def test_mi250x_model_from_device_id_not_the_hpe_board_name(trees, tmp_path):
     got, errors, dummy = replay(trees("mi250x-hpe-c2"), tmp_path)
-    (g,) = got
+    g = got[0]
+    assert len(got) == 1
     # the FRU name is NUL padded in the tree and a board name: the model comes from 0x7408
     assert errors == [] and (g["model"], g["board"], g["gcds_per_package"]) == (
         "AMD Instinct MI250X", "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2", 2)
