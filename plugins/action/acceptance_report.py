@@ -13,7 +13,7 @@ from ansible_collections.dlrack.node.plugins.modules.acceptance_report import DO
 from ansible_collections.dlrack.node.plugins.plugin_utils import reports
 from ansible_collections.dlrack.node.plugins.plugin_utils.acceptance import (
     ReportWriteError, evaluate, summary_lines, write_reports)
-from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, task_args
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_workload
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import PROTECTED_FACTS, _plain
 from ansible_collections.dlrack.node.plugins.plugin_utils.run_settings import SettingsError, settle
@@ -58,9 +58,7 @@ class ActionModule(ActionBase):
                              protected=PROTECTED_FACTS, prefix="acceptance_")
         except SettingsError as exc:
             raise AnsibleActionFail("acceptance_report: bad run-wide setting, nothing was judged: %s" % exc)
-        args, errors = validate(ARGUMENT_SPEC, self._task.args)
-        if errors:
-            raise AnsibleActionFail("acceptance_report: %s" % "; ".join(errors))
+        args = task_args("acceptance_report", ARGUMENT_SPEC, self._task.args)
         hostvars = task_vars.get("hostvars", {})
         inputs = {}
         for host in args["hosts"]:

@@ -13,7 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.dlrack.node.plugins.modules.report_merge import DOCUMENTATION
-from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, task_args
 from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import verdict_message
 from ansible_collections.dlrack.node.plugins.plugin_utils.report import ReportWriteError
 from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import MergeError, merge_report_files
@@ -32,11 +32,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        args, errors = validate(ARGUMENT_SPEC, self._task.args)
-        if errors:
-            text = "; ".join(errors)
-            named = ["%s (variable %s)" % (o, v) for o, v in sorted(_VARIABLES.items()) if o in text]
-            raise AnsibleActionFail("report_merge: %s%s" % (text, (": set " + ", ".join(named)) if named else ""))
+        args = task_args("report_merge", ARGUMENT_SPEC, self._task.args, _VARIABLES)
         try:
             out = merge_report_files([os.path.expanduser(p) for p in args["inputs"]], args["report_dir"],
                                      prefix=args["report_prefix"], junit_warnings=args["junit_warnings"])

@@ -11,8 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.modules.scheduler_audit import DOCUMENTATION
 from ansible_collections.dlrack.node.plugins.plugin_utils.act_audit import AuditError, records, write
-from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
-from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, task_args
 
 ARGUMENT_SPEC = argument_spec(DOCUMENTATION)
 
@@ -23,9 +22,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        a, errors = validate(ARGUMENT_SPEC, _plain(dict(self._task.args)))
-        if errors:
-            raise AnsibleActionFail("scheduler_audit: %s" % "; ".join(errors))
+        a = task_args("scheduler_audit", ARGUMENT_SPEC, self._task.args)
         plan = dict(a["plan"], backend=a["plan"].get("backend") or a.get("backend"))
         recs = records(plan, a["results"], a["check"])
         try:

@@ -10,8 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.dlrack.node.plugins.modules.scheduler_plan import DOCUMENTATION
-from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, validate
-from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+from ansible_collections.dlrack.node.plugins.plugin_utils.argspec import argument_spec, task_args
 from ansible_collections.dlrack.node.plugins.plugin_utils.scheduler import PlanError, plan
 
 # The options, their types, choices and defaults: the module's DOCUMENTATION (one place).
@@ -24,9 +23,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        a, errors = validate(ARGUMENT_SPEC, _plain(dict(self._task.args)))
-        if errors:
-            raise AnsibleActionFail("scheduler_plan: %s" % "; ".join(errors))
+        a = task_args("scheduler_plan", ARGUMENT_SPEC, self._task.args)
         try:
             out = plan(a["reports"], hosts=a.get("hosts"), backend=a["backend"], node_names=a["node_names"],
                        short_names=a["short_names"], max_nodes=a["max_nodes"], max_percent=a["max_percent"],

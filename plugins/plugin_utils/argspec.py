@@ -52,3 +52,19 @@ def validate(spec, args):
     first, so that a default (a list, a dict) handed out in one result is never another's."""
     result = ArgumentSpecValidator(copy.deepcopy(spec)).validate(args)
     return result.validated_parameters, list(result.error_messages)
+
+
+def task_args(name, spec, args, variables=None):
+    """An action's validated options, or AnsibleActionFail with one sentence: ``name: <errors>``,
+    and, where ``variables`` ({option: variable}) names the variable behind a wrong option,
+    ``: set <option> (variable <variable>)``. The arguments are made plain first (Ansible 2.19's
+    tagged values)."""
+    from ansible.errors import AnsibleActionFail
+    from ansible_collections.dlrack.node.plugins.plugin_utils.preflight import _plain
+
+    validated, errors = validate(spec, _plain(dict(args)))
+    if errors:
+        text = "; ".join(errors)
+        named = ["%s (variable %s)" % (o, v) for o, v in sorted((variables or {}).items()) if o in text]
+        raise AnsibleActionFail("%s: %s%s" % (name, text, (": set " + ", ".join(named)) if named else ""))
+    return validated
