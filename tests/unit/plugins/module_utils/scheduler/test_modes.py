@@ -75,3 +75,9 @@ def test_the_operator_enforces_a_shadow_rule_with_dlrack_severity(monkeypatch):
     ctx = _shadow_ctx(monkeypatch, {"gpu.pcie_link": "error"})
     ctx.report("fail", 1, 2, "no NVLink", "fit the bridges")
     assert ctx.findings[0]["severity"] == "error" and "shadow" not in ctx.findings[0]
+
+
+def test_site_provisioned_is_new_and_starts_in_shadow():
+    """A run outcome added since 0.1.0 is no exception: a role that fails on every host must not drain them."""
+    assert modes.default_mode("site.provisioned") == "shadow"
+    assert modes.mode_of("site.provisioned", {"site.provisioned": "enforce"}) == "enforce"
