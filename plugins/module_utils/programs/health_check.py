@@ -36,6 +36,7 @@ __metaclass__ = type
 
 import json
 import os
+import random
 import re
 import socket
 import sys
@@ -503,6 +504,8 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     ready, why = guard.ready_to_drain(history, conf, now)
     if not ready:
         return "%s: %s" % (node, why)
+    if history["last"].pop("gave_back", None):   # out of step with the node it raced last time
+        time.sleep(random.random() * guard.JITTER_S)
     fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
     limit = guard.cap_limit(fleet["total"], conf["cap_max_nodes"], conf["cap_max_percent"])
     out["fleet"] = {"partitions": fleet["partitions"], "total": fleet["total"], "held": len(fleet["held"]), "limit": limit}
@@ -518,14 +521,23 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     service = guard.record_drain(history, conf, now)
     if service:
         reason = format_reason(guard.service_rules(enforced), new_health_run_id(now))
-    line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain")
+    try:
+        line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain", why)
+    except SlurmError:
+        history["drains"] = history["drains"][:-1]     # not drained: not counted towards service.required
+        raise
     # two nodes deciding at once: count again; over the cap, the newest drains give way
     fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
     out["fleet"]["held_after"] = len(fleet["held"])
     if len(fleet["held"]) > limit and guard.give_back(fleet["held"], node, limit):
         out["rc"] = RC_CAP
+        now_reason = [n["reason"] for n in fleet["held"] if n["name"] == node][0]
+        if now_reason != reason:    # changed since this drain (a run's reason): not this drain to give back
+            return "%s: drained, %d nodes held by dlrack after it (cap %d), but its reason is now %s: left as it is" % (
+                node, len(fleet["held"]), limit, now_reason)
         history["drains"] = history["drains"][:-1]
-        sc.update([node], "resume")
+        history["last"]["gave_back"] = True
+        _update(sc, node, "resume", None, "given back", event, ())
         event("gave_back", enforced, reason, "cap: %d nodes held after this drain, the cap is %d: this (newest) drain given back"
               % (len(fleet["held"]), limit), fleet=out["fleet"])
         return "%s: drained, then given back: %d nodes held by dlrack after it, the cap is %d" % (node, len(fleet["held"]), limit)
@@ -554,10 +566,11 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
             event("return_blocked", (), current["reason"], "validation: " + "; ".join(notes))
         return "%s: passes, but %s: stays drained" % (node, notes[0])
     history["last"].pop("return", None)
-    return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume")
+    return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume",
+                   "%s, return validated" % why)
 
 
-def _update(sc, node, action, reason, done, event, rules, kind=None):
+def _update(sc, node, action, reason, done, event, rules, kind=None, why=None):
     problems = sc.update([node], action, reason)
     after = sc.show([node]).get(node)
     ok = after is not None and (after["drained"] if action == "drain" else not after["drained"])
@@ -566,7 +579,7 @@ def _update(sc, node, action, reason, done, event, rules, kind=None):
             action, node, after and after["state"], (": " + "; ".join(problems)) if problems else ""))
     if kind:
         event(kind, rules, reason or (after["reason"] if action == "drain" else None),
-              "service: drained too often within the window; only a person resumes it" if kind == "service_required" else None)
+              "service: drained too often within the window; only a person resumes it" if kind == "service_required" else why)
     elif action == "drain":
         event("drain", rules, reason, "reason updated: other rules fail now")
     return "%s: %s%s" % (node, done, (" (%s)" % reason) if reason and action == "drain" else "")

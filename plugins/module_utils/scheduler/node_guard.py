@@ -16,7 +16,10 @@
   Two nodes deciding at once: each re-counts after draining; when the count is over the cap, the
   drains are ordered by slurmctld's own time stamp of the reason (then run id, then name - every
   node computes the same order) and a node whose drain is not among the first ``limit`` gives its
-  drain back. Nothing latches: the cap re-arms as soon as the count falls, and passing nodes are
+  drain back - as does one stamped in the same second as the first drain beyond the cap (the
+  stamp cannot order them, and the other may have kept its drain already); a node that gave its
+  drain back waits a random moment (``JITTER_S``) before its next count, so two nodes that run in
+  step do not tie again and again. Nothing latches: the cap re-arms as soon as the count falls, and passing nodes are
   resumed whatever the count.
 - **the audit trail** (``audit``, ``write_metrics``): every drain, resume and refusal (cap,
   ownership, shadow, service) is one JSON line in the node's log (bounded: rotated to ``.1`` past
@@ -55,6 +58,8 @@ GUARD_DEFAULTS = {
 EVENTS = ("drain", "resume", "refused_cap", "gave_back", "left_alone", "would_drain", "service_required",
           "held_streak", "return_blocked")
 HISTORY_LIMIT = 256 * 1024
+# After giving a drain back, at most this long a random wait before the next count (give_back).
+JITTER_S = 2.0
 # Each event's action and outcome in the audit line: the keys of the Ansible act's audit records
 # (plugin_utils/act_audit.py: ts, side, action, outcome, why, node, rules, reason), so one query
 # answers "what did dlrack do to node X" over both logs.
@@ -213,10 +218,19 @@ def _order_key(node):
 
 def give_back(held, node, limit):
     """True when ``node``'s drain is beyond the first ``limit`` of ``held`` in the order every node
-    computes alike (slurmctld's reason time, run id, name): the newest drains give way."""
+    computes alike (slurmctld's reason time, run id, name): the newest drains give way. slurmctld
+    stamps a reason to the second, so within one second the order does not say which drain came
+    first: a node of that second may already have counted, seen no one over, and kept its drain.
+    A drain stamped in the same second as the first drain beyond the cap is therefore given back
+    too, even when it sorts among the first ``limit`` (the cap holds; the node tries again at its
+    next run)."""
     order = sorted(held, key=_order_key)
-    keep = set(n["name"] for n in order[:limit])
-    return node not in keep and any(n["name"] == node for n in held)
+    pos = [i for i, n in enumerate(order) if n["name"] == node]
+    if not pos or len(order) <= limit:
+        return False
+    if pos[0] >= limit:
+        return True
+    return (order[pos[0]].get("reason_at") or "") == (order[limit].get("reason_at") or "")
 
 
 def is_mine(current):

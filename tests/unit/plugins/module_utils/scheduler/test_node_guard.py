@@ -185,3 +185,28 @@ def test_fleet_from_text_counts_like_the_full_parse():
         assert (fast["total"], sorted(n["name"] for n in fast["held"])) == (full["total"], sorted(n["name"] for n in full["held"]))
     fast = guard.fleet_text(text, "n01")
     assert fast["partitions"] == ["gpu"] and fast["total"] == 9 and sorted(n["name"] for n in fast["held"]) == ["n02", "n03"]
+
+
+def test_racing_within_one_second_of_slurmctld_never_exceeds_the_cap(tmp_path, monkeypatch):
+    """slurmctld stamps a reason to the second. n02 counts (one slot left), then n01 drains,
+    counts again (at the cap, not over) and keeps its drain; then n02 drains in the same second
+    and counts again (over): its run id sorts before n01's, but n01 has already decided to keep,
+    so n02 must not keep it - a tie at the boundary of the cap is given back."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+    fake.ticks = None     # every update stamped 17:00:00
+    fake(["scontrol", "update", "NodeName=n09", "State=DRAIN", "Reason=" + ANSIBLE])   # one slot of 2 left
+    tokens = iter(["000000000000", "ffffffffffff"])   # n02 asks first, then n01
+    monkeypatch.setattr(hc, "new_health_run_id", lambda now: slurm.new_health_run_id(now, next(tokens)))
+    outs = {}
+
+    def n02_runner(argv):
+        res = fake(argv)
+        if argv[1:] == ["show", "node", "-o"] and "n01" not in outs:
+            outs["n01"] = _act(_conf(tmp_path, "n01", cap_max_nodes=2, cap_max_percent=100), fake, ["gpu.present"], now=T0)
+        return res
+    outs["n02"] = hc.act(_conf(tmp_path, "n02", cap_max_nodes=2, cap_max_percent=100),
+                         {"rules": ["gpu.present"], "notes": [], "unknown": []}, scontrol=slurm.Scontrol(runner=n02_runner), now=T0)
+    assert outs["n01"]["rc"] == hc.RC_UNHEALTHY and "drained" in outs["n01"]["line"]
+    assert _held(fake) == ["n01", "n09"], outs["n02"]["line"]
+    assert outs["n02"]["rc"] == hc.RC_CAP and "given back" in outs["n02"]["line"]
