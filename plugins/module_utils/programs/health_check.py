@@ -141,12 +141,13 @@ def _under(root, path):
 
 def find_gpus(root="/"):
     """{pci address: width or None} of the GPUs on the PCI bus (NVIDIA display/3D class, AMD
-    display/accelerator class), read from /sys/bus/pci/devices."""
+    display/accelerator class), read from /sys/bus/pci/devices; None when that directory cannot be
+    read (the GPUs cannot be judged: not one of them is "gone")."""
     base = _under(root, "/sys/bus/pci/devices")
     try:
         names = os.listdir(base)
     except OSError:
-        return {}
+        return None
     out = {}
     for name in sorted(names):
         dev = os.path.join(base, name)
@@ -281,7 +282,11 @@ def judge(conf, now=None):
                      "GPU presence and link width not judged" % conf["state_file"])
     else:
         now_gpus = find_gpus(conf["root"])
-        for gpu in accepted["gpus"]:
+        if now_gpus is None:
+            unknown.update(("gpu.present", "gpu.pcie_link"))
+            notes.append("GPUs: %s cannot be read: GPU presence and link width not judged"
+                         % _under(conf["root"], "/sys/bus/pci/devices"))
+        for gpu in accepted["gpus"] if now_gpus is not None else ():
             if not isinstance(gpu, dict):
                 continue
             bus = str(gpu.get("pci_bus_id", "")).lower()
@@ -321,6 +326,9 @@ def accept(conf, no_gpu=False):
     unless ``no_gpu`` says the node has none: an empty list recorded silently would let every later
     run pass on a node whose GPUs fell off the bus."""
     gpus = find_gpus(conf["root"])
+    if gpus is None:
+        raise NoGpuError("%s cannot be read on %s, so nothing was accepted; run --accept where /sys is mounted"
+                         % (_under(conf["root"], "/sys/bus/pci/devices"), conf["node"]))
     if not gpus and not no_gpu:
         raise NoGpuError("no GPU is visible on the PCI bus of %s, so nothing was accepted; if the GPUs are "
                          "missing, fix that and accept again, and if this node has no GPU, run with --no-gpu "
@@ -420,7 +428,9 @@ def validate_return(conf, now=None, copy_runner=None):
         return True, ["return validation: no accepted GPU on this node, nothing to validate"]
     problems, notes = [], []
     now_gpus = find_gpus(conf["root"])
-    for gpu in accepted["gpus"]:
+    if now_gpus is None:
+        problems.append("the PCI devices (%s) cannot be read" % _under(conf["root"], "/sys/bus/pci/devices"))
+    for gpu in accepted["gpus"] if now_gpus is not None else ():
         bus = str(gpu.get("pci_bus_id", "")).lower() if isinstance(gpu, dict) else ""
         want, got = (gpu.get("width") if isinstance(gpu, dict) else None), now_gpus.get(bus)
         if bus not in now_gpus:

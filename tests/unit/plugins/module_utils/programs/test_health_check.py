@@ -197,6 +197,7 @@ def test_hot_tier_not_mounted_and_unreadable(tmp_path):
 def test_accept_without_a_visible_gpu_is_refused(tmp_path, capsys):
     """issue 30.8: no GPU visible -> one sentence, non-zero exit, nothing recorded; --no-gpu says the
     node has none."""
+    (tmp_path / "empty" / "sys" / "bus" / "pci" / "devices").mkdir(parents=True)   # a PCI bus without a GPU
     conf = _conf(tmp_path, str(tmp_path / "empty"))
     cfg = tmp_path / "hc.json"
     cfg.write_text(json.dumps(dict((k, conf[k]) for k in ("root", "state_file", "textfile", "history_file"))))
@@ -247,6 +248,22 @@ def test_a_check_that_errors_never_drains(tmp_path, host, monkeypatch):
     monkeypatch.setattr(hc, "find_gpus", broken)
     v = hc.judge_safely(conf)
     assert v["rules"] == [] and v["unknown"] == ["*"] and "could not run" in v["notes"][0]
+
+
+def test_an_unreadable_pci_bus_is_not_a_gpu_gone(tmp_path, host):
+    """/sys/bus/pci/devices that cannot be read (here: not there under the root) judges no GPU:
+    the accepted GPU is not "gone", nothing drains, and the return validation does not pass."""
+    conf = _conf(tmp_path, host)
+    _textfile(tmp_path)
+    hc.accept(conf)
+    conf = _conf(tmp_path, str(tmp_path / "no-sysfs"))
+    v = hc.judge(conf)
+    assert v["rules"] == [] and v["unknown"] == ["gpu.pcie_link", "gpu.present"], v
+    assert "cannot be read: GPU presence and link width not judged" in v["notes"][0]
+    ok, notes = hc.validate_return(conf)
+    assert not ok and "cannot be read" in notes[0]
+    with pytest.raises(hc.NoGpuError, match="cannot be read"):
+        hc.accept(conf, no_gpu=True)
 
 
 def test_flap_damping_drain_after_n_resume_after_m(tmp_path, host):
