@@ -22,10 +22,10 @@ __metaclass__ = type
 import errno
 import json
 import os
-import subprocess
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.parse import MAX_LINE, Parser, escape
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import run
 
 MAX_BYTES = 32 * 1024 * 1024
 TIMEOUT_S = 10.0
@@ -203,63 +203,55 @@ def journal_command(cursor=None, journal_file=None, journalctl="journalctl"):
 
 
 def read_journal(cursor=None, journal_file=None, journalctl="journalctl", max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S):
-    """Kernel messages from the journal after ``cursor``. Returns (events, {"cursor": c}, notes)."""
+    """Kernel messages from the journal after ``cursor``. Returns (events, {"cursor": c}, notes).
+
+    journalctl runs through system/command.py ``run``: killed (with its process group) after
+    ``timeout_s`` or ``max_bytes`` on either stream, so a journalctl that hangs or floods stderr costs
+    the check ``timeout_s``, never the check itself. What it printed up to then is judged, and the
+    cursor of the last whole entry is where the next read starts."""
     argv = journal_command(cursor, journal_file, journalctl)
     notes = []
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        return [], {"cursor": cursor}, ["kernel log: %s cannot be run (%s)" % (journalctl, exc.strerror)]
+    res = run(argv, timeout=timeout_s, output_limit=max_bytes)
+    if res.error is not None:
+        return [], {"cursor": cursor}, ["kernel log: %s cannot be run (%s)" % (escape(journalctl, 200), escape(res.error, 200))]
     parser = Parser()
     events = []
     last_cursor = cursor
-    deadline = time.time() + timeout_s
-    total = 0
-    stopped = False
-    try:
-        for raw in proc.stdout:
-            total += len(raw)
-            if total > max_bytes or time.time() > deadline:
-                notes.append("kernel log: journal read stopped at %s (limit); the rest is read next time"
-                             % ("%d bytes" % max_bytes if total > max_bytes else "%.0f s" % timeout_s))
-                stopped = True
-                break
-            if len(raw) > MAX_LINE * 8:
-                raw = raw[:MAX_LINE * 8]
-            try:
-                entry = json.loads(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if not isinstance(entry, dict):
-                continue
-            message = entry.get("MESSAGE")
-            if isinstance(message, list):      # journald stores non-UTF-8 messages as a byte array
-                message = bytes(b & 0xff for b in message if isinstance(b, int)).decode("utf-8", "replace")
-            if not isinstance(message, str):
-                message = ""
-            meta = {"boot_id": entry.get("_BOOT_ID")}
-            try:
-                meta["ts"] = int(entry.get("__REALTIME_TIMESTAMP")) / 1e6
-                meta["mono"] = int(entry.get("__MONOTONIC_TIMESTAMP")) / 1e6
-            except (TypeError, ValueError):
-                pass
-            events.extend(parser.feed(message, meta))
-            if isinstance(entry.get("__CURSOR"), str):
-                last_cursor = entry["__CURSOR"]
-    finally:
-        if stopped:
-            proc.kill()
+    for raw in res.stdout.split("\n"):        # not splitlines(): U+2028 may stand unescaped in a JSON string
+        if not raw:
+            continue
+        if len(raw) > MAX_LINE * 8:
+            raw = raw[:MAX_LINE * 8]
         try:
-            err = proc.communicate(timeout=max(0.1, deadline - time.time()))[1] or b""
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            err = proc.communicate()[1] or b""
-    if proc.returncode not in (0, None, -9) and not events:
-        text = escape(err.decode("utf-8", "replace").strip().splitlines()[-1] if err.strip() else "", 200)
+            entry = json.loads(raw)
+        except ValueError:
+            continue                           # a cut entry (limit) or a line that is not JSON
+        if not isinstance(entry, dict):
+            continue
+        message = entry.get("MESSAGE")
+        if isinstance(message, list):      # journald stores non-UTF-8 messages as a byte array
+            message = bytes(b & 0xff for b in message if isinstance(b, int)).decode("utf-8", "replace")
+        if not isinstance(message, str):
+            message = ""
+        meta = {"boot_id": entry.get("_BOOT_ID")}
+        try:
+            meta["ts"] = int(entry.get("__REALTIME_TIMESTAMP")) / 1e6
+            meta["mono"] = int(entry.get("__MONOTONIC_TIMESTAMP")) / 1e6
+        except (TypeError, ValueError):
+            pass
+        events.extend(parser.feed(message, meta))
+        if isinstance(entry.get("__CURSOR"), str):
+            last_cursor = entry["__CURSOR"]
+    if res.timed_out or res.truncated:
+        notes.append("kernel log: journal read stopped at %s (limit); the rest is read next time"
+                     % ("%.0f s" % timeout_s if res.timed_out else "%d bytes" % max_bytes))
+    elif res.rc != 0 and not events:
+        err = res.stderr.strip()
+        text = escape(err.splitlines()[-1] if err else "", 200)
         if "No journal files were found" in text or "permission" in text.lower() or "insufficient" in text.lower():
             notes.append("kernel log: the journal cannot be read here (%s); run as root or in the systemd-journal group" % text)
         else:
-            notes.append("kernel log: journalctl exited %s (%s)" % (proc.returncode, text))
+            notes.append("kernel log: journalctl exited %s (%s)" % (res.rc, text))
     if parser.cut:
         notes.append("%d message(s) longer than %d bytes were cut" % (parser.cut, MAX_LINE))
     return events, {"cursor": last_cursor}, notes

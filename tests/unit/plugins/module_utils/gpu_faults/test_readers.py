@@ -112,6 +112,39 @@ def test_journal_missing_binary_says_so():
     assert events == [] and "cannot be run" in notes[0]
 
 
+def fake_journalctl(tmp_path, script):
+    """A stand-in journalctl the test owns: it prints the H200's real Xid 31 message as one journal JSON
+    entry (journalctl -o json's fields) around ``script`` (shell)."""
+    import json
+    entry = {"__CURSOR": "s=0;i=6", "__REALTIME_TIMESTAMP": "1796403138000005", "__MONOTONIC_TIMESTAMP": "28800917",
+             "_BOOT_ID": BOOT_A, "_TRANSPORT": "kernel", "MESSAGE": h200_messages()[-1]}
+    with open(str(tmp_path / "entry.json"), "w") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    path = str(tmp_path / "journalctl")
+    with open(path, "w") as handle:
+        handle.write("#!/bin/sh\n" + script.replace("ENTRY", str(tmp_path / "entry.json")) + "\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_journalctl_that_hangs_or_floods_stderr_is_bounded(tmp_path):
+    """journalctl runs through system/command.py run(): one that prints an entry and then hangs is killed at
+    timeout_s (the entry it printed is judged, its cursor kept); one that writes 256 KiB to stderr before its
+    output (more than a pipe holds) does not deadlock the reader."""
+    import time
+    hangs = fake_journalctl(tmp_path, "cat ENTRY\nexec sleep 30")
+    started = time.monotonic()
+    events, pos, notes = readers.read_journal(journalctl=hangs, timeout_s=1)
+    assert time.monotonic() - started < 8
+    assert [(e["code"], e["bus_id"]) for e in events] == [(31, "0000:00:06.0")] and pos["cursor"] == "s=0;i=6"
+    assert any("stopped at 1 s (limit)" in n for n in notes)
+    floods = fake_journalctl(tmp_path, "head -c 262144 /dev/zero | tr '\\0' x >&2\ncat ENTRY")
+    started = time.monotonic()
+    events, pos, notes = readers.read_journal(journalctl=floods, timeout_s=5)
+    assert time.monotonic() - started < 8
+    assert [e["code"] for e in events] == [31] and notes == []
+
+
 def test_check_uses_file_source_and_state(tmp_path):
     state = str(tmp_path / "state.json")
     conf = {"kernel_log": os.path.join(XID, "gpu-operator-1146-xid48.txt"), "state_file": state}
