@@ -154,22 +154,50 @@ class ScratchDir(object):
             lst = os.lstat(self.path)
         except OSError:
             lst = None
-        if lst is None or not _same(st, lst) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        if lst is None or not _same(st, lst):
             os.close(fd)
-            raise ScratchError("%s was replaced while it was being made: the tier %s is written by someone else at the same "
-                               "time; measure a tier only this node writes, or try again" % (self.path, self.tier))
-        self.fd, self.stat = fd, st
-        marker = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=fd)
+            raise self._replaced()
         try:
-            os.write(marker, json.dumps(identity(), sort_keys=True).encode("utf-8"))
+            marker = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=fd)
+        except OSError:
+            os.close(fd)                     # (an existing marker: not the empty directory mkdtemp made)
+            raise self._replaced()
+        try:
+            # The directory's owner is whoever a new file of this run belongs to: this user, or the
+            # user an NFS server maps it to (root_squash: nobody), never someone else's directory
+            # put in its place between mkdtemp and the open.
+            owner = os.fstat(marker).st_uid
+            if st.st_uid == owner:
+                self.fd, self.stat = fd, st  # from here on remove() clears it: it is this run's
+                os.write(marker, json.dumps(identity(), sort_keys=True).encode("utf-8"))
+        except OSError:
+            self.remove()                    # (a full tier: nothing of this run stays)
+            raise
         finally:
             os.close(marker)
+        if st.st_uid != owner:               # someone else's directory: take back the marker only
+            try:
+                os.unlink(MARKER, dir_fd=fd)
+            except OSError:
+                pass
+            os.close(fd)
+            raise self._replaced()
+        if stat.S_IMODE(st.st_mode) & 0o022:
+            self.remove()                    # this run's own directory: away with it
+            raise ScratchError("the file system of the tier %s makes a new directory writable by others (%s has mode %s, asked "
+                               "for 0700: a mount option such as dir_mode/file_mode or an ACL forces it), so a scratch file "
+                               "there could be swapped for a link; measure a tier whose file system keeps modes"
+                               % (self.tier, self.path, oct(stat.S_IMODE(st.st_mode))[2:].zfill(4)))
         via = "/proc/%d/fd/%d" % (os.getpid(), fd)
         try:
             self.root = via if _same(os.stat(via), st) else self.path
         except OSError:
             self.root = self.path            # no /proc: the path (made and checked above)
         return self
+
+    def _replaced(self):
+        return ScratchError("%s was replaced while it was being made: the tier %s is written by someone else at the same "
+                            "time; measure a tier only this node writes, or try again" % (self.path, self.tier))
 
     def __enter__(self):
         return self.create()

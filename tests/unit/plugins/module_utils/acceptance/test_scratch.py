@@ -6,7 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+
+import pytest
 
 from ansible_collections.dlrack.node.plugins.module_utils.acceptance import scratch
 
@@ -59,3 +62,58 @@ def test_remove_stale_leaves_links_files_and_live_sets(tmp_path):
         assert (tmp_path / "target" / "precious").exists() and (tmp_path / ".x-file").exists()
     finally:
         live.remove()
+
+
+def _mkdtemp_then(change):
+    """tempfile.mkdtemp that does ``change(path)`` to the directory it made (what another user or
+    the file system does between mkdtemp and the run's open)."""
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        path = real(*args, **kwargs)
+        change(path)
+        return path
+    return mkdtemp
+
+
+def test_a_squashed_owner_is_this_runs_own_directory(tmp_path, monkeypatch):
+    """NFS with root_squash (the export default): root's new directory and files belong to nobody.
+    The directory is this run's all the same (its new files have the same owner); before, it was
+    refused as 'replaced while it was being made' on every such tier."""
+    monkeypatch.setattr(scratch.os, "geteuid", lambda: os.getuid() + 4242)    # the owner the server gives is not euid
+    d = scratch.ScratchDir(str(tmp_path), ".x-").create()
+    try:
+        assert d.fd is not None and os.path.isfile(os.path.join(d.path, scratch.MARKER))
+    finally:
+        d.remove()
+    assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_another_users_directory_in_its_place_is_refused_and_left_as_it_is(tmp_path, monkeypatch):
+    """Another user swaps the new directory for one of their own (same name) before the run opens
+    it: refused, and nothing of theirs is removed (only the marker the run put there)."""
+    def swap(path):
+        os.rename(path, path + ".mine")
+        os.mkdir(path, 0o700)
+        with open(os.path.join(path, "theirs"), "w") as fh:
+            fh.write("theirs")
+        os.chown(path, 4242, 4242)
+    monkeypatch.setattr(scratch.tempfile, "mkdtemp", _mkdtemp_then(swap))
+    d = scratch.ScratchDir(str(tmp_path), ".x-")
+    with pytest.raises(scratch.ScratchError, match="was replaced while it was being made"):
+        d.create()
+    assert d.fd is None and os.listdir(d.path) == ["theirs"]
+    d.remove()
+    assert os.listdir(d.path) == ["theirs"]
+
+
+def test_a_file_system_that_forces_open_modes_is_named_not_called_a_swap(tmp_path, monkeypatch):
+    """A tier whose file system gives every directory 0777 (CIFS dir_mode=0777, a default ACL):
+    the run's directory is its own, but others could write into it; the message says so and the
+    directory is removed (before: 'replaced while it was being made', and the directory stayed)."""
+    monkeypatch.setattr(scratch.tempfile, "mkdtemp", _mkdtemp_then(lambda path: os.chmod(path, 0o777)))
+    with pytest.raises(scratch.ScratchError) as err:
+        scratch.ScratchDir(str(tmp_path), ".x-").create()
+    assert "makes a new directory writable by others" in str(err.value) and "mode 0777" in str(err.value)
+    assert os.listdir(str(tmp_path)) == []
