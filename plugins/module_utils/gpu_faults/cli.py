@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import json
 import os
+import stat
 import sys
 import time
 
@@ -23,6 +24,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import read
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.catalog import Catalog, CatalogError
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.judge import DEFAULTS as JUDGE_DEFAULTS, Judge
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.parse import escape
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import write_atomic
 
 DEFAULTS = {
     "enabled": True,
@@ -69,13 +71,29 @@ def settings(raw):
     return conf
 
 
-def load_state(path):
+def read_state_text(path, limit=STATE_LIMIT):
+    """A state file's text, or None: never through a symbolic link (O_NOFOLLOW), only a regular file
+    (a FIFO put there does not block the check), at most ``limit`` bytes (None when larger)."""
     try:
-        with open(path) as handle:
-            text = handle.read(STATE_LIMIT + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, IOError):
         return None
-    if len(text) > STATE_LIMIT:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit + 1)
+    except (OSError, IOError):
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def load_state(path):
+    text = read_state_text(path)
+    if text is None:
         return None
     try:
         return json.loads(text)
@@ -84,14 +102,12 @@ def load_state(path):
 
 
 def save_state(path, state):
+    """Atomically (hostfs.write_atomic: a private temporary file beside it, fsync, rename over ``path``,
+    which replaces a link there rather than writing through it)."""
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(state, handle, sort_keys=True)
-        handle.write("\n")
-    os.rename(tmp, path)
+    write_atomic(path, json.dumps(state, sort_keys=True) + "\n")
 
 
 def read_events(conf, state, current_boot, btime):

@@ -18,7 +18,8 @@ import os
 import time
 
 from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import counters as fault_counters
-from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.cli import check
+from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.cli import check, read_state_text
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import write_atomic
 
 COUNTERS_STATE = "/var/lib/dlrack/gpu-counters.json"
 GATHER_LIMITS = {"max_bytes": 8 * 1024 * 1024, "timeout_s": 5}
@@ -26,9 +27,8 @@ GATHER_LIMITS = {"max_bytes": 8 * 1024 * 1024, "timeout_s": 5}
 
 def read_counter_state(path=COUNTERS_STATE):
     try:
-        with open(path) as handle:
-            doc = json.loads(handle.read(1024 * 1024))
-    except (OSError, IOError, ValueError):
+        doc = json.loads(read_state_text(path, 1024 * 1024) or "null")
+    except ValueError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("gpus"), dict) else None
 
@@ -37,10 +37,7 @@ def write_counter_state(path, gpus, now=None):
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump({"schema": 1, "time": now if now is not None else time.time(), "gpus": gpus}, handle, sort_keys=True)
-    os.rename(tmp, path)
+    write_atomic(path, json.dumps({"schema": 1, "time": now if now is not None else time.time(), "gpus": gpus}, sort_keys=True))
 
 
 def counters_section(xml_text, prev_state=None, now=None):

@@ -152,3 +152,29 @@ def test_check_uses_file_source_and_state(tmp_path):
     assert first["rules"] == ["gpu.xid"] and first["gpus"]["0000:07:00.0"]["action"] == "reset_gpu"
     second = check(conf, boot="boot-a", btime=0)
     assert second["events"] == [] and second["rules"] == ["gpu.xid"]     # read once, remembered in the state
+
+
+def test_state_files_are_written_atomically_and_never_through_a_link(tmp_path):
+    """The judge's state and the counters' state: a link at the state path (or at the temporary name
+    the old writer used, <path>.tmp.<pid>) is replaced or ignored, never written or read through."""
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.cli import load_state, save_state
+    victim = tmp_path / "victim"
+    victim.write_text('{"schema": 1, "gpus": {}}')
+    state = str(tmp_path / "state.json")
+    os.symlink(str(victim), "%s.tmp.%d" % (state, os.getpid()))
+    save_state(state, {"schema": 1, "gpus": {}, "position": {"offset": 5}})
+    assert victim.read_text() == '{"schema": 1, "gpus": {}}' and not os.path.islink(state)
+    assert load_state(state)["position"] == {"offset": 5}
+    os.unlink(state)
+    os.symlink(str(victim), state)
+    assert load_state(state) is None                 # a link is not followed
+    save_state(state, {"schema": 1, "gpus": {}})
+    assert not os.path.islink(state) and victim.read_text() == '{"schema": 1, "gpus": {}}'
+    counters = str(tmp_path / "counters.json")
+    os.symlink(str(victim), "%s.tmp.%d" % (counters, os.getpid()))
+    gather.write_counter_state(counters, {"0000:00:06.0": {"pcie_replays": 0}}, now=1.0)
+    assert victim.read_text() == '{"schema": 1, "gpus": {}}'
+    assert gather.read_counter_state(counters)["gpus"] == {"0000:00:06.0": {"pcie_replays": 0}}
+    os.mkfifo(str(tmp_path / "fifo"))
+    assert load_state(str(tmp_path / "fifo")) is None   # a FIFO does not block the check
