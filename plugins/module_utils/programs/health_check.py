@@ -56,7 +56,7 @@ except ImportError:
         sys.stderr.write("dlrack-health-check: --kernel-log needs module_utils/gpu_faults (re-run roles/scheduler)\n")
         return 2
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
-    Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason)
+    NAME_RE, Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason)
 
 DEFAULT_CONFIG = "/etc/dlrack/health-check.json"
 DEFAULTS = {
@@ -101,9 +101,16 @@ class ConfigError(Exception):
 
 
 def load_config(path, overrides=None):
+    """DEFAULTS, the JSON object in ``path`` over them, then ``overrides``; checked (ConfigError:
+    one sentence naming the file, the key and the fix). The default file may be missing (the
+    defaults); a file named on the command line must exist."""
     conf = dict(DEFAULTS)
+    if path and path != DEFAULT_CONFIG and not os.path.exists(path):
+        raise ConfigError("%s does not exist: name the file roles/scheduler writes (%s by default)" % (path, DEFAULT_CONFIG))
     if path and os.path.exists(path):
         text = read_text(path, limit=65536)
+        if text is None:
+            raise ConfigError("%s cannot be read: run dlrack-health-check as root (slurmd does)" % path)
         try:
             data = json.loads(text or "")
         except ValueError as exc:
@@ -118,11 +125,51 @@ def load_config(path, overrides=None):
     return settle_config(conf, path)
 
 
+# The kind of each setting (the guard's are checked by node_guard.check_guard): a wrong one is a
+# sentence naming it, not a traceback or a check that silently "cannot judge" every run.
+_PATHS = ("root", "state_file", "textfile", "scontrol", "history_file")
+_OPTIONAL_PATHS = ("hot_mount", "audit_log", "metrics_textfile")
+_FLAGS = ("act", "return_validation", "return_copy")
+_POSITIVE = ("textfile_max_age_s", "timeout_s", "return_copy_timeout_s", "return_copy_bytes")
+
+
+def check_settings(conf):
+    """ConfigError (without the file name) for a setting of the wrong kind."""
+    def bad(key, want):
+        raise ConfigError("%s is %s: %s" % (key, ascii(conf[key])[:80], want))
+    for key in _PATHS:
+        if not isinstance(conf[key], str) or not conf[key]:
+            bad(key, "use a path (a string)")
+    for key in _OPTIONAL_PATHS:
+        if not isinstance(conf[key], str) and conf[key] is not None:
+            bad(key, "use a path, or \"\" for none")
+    for key in _FLAGS:
+        if not isinstance(conf[key], bool):
+            bad(key, "use true or false")
+    for key in _POSITIVE:
+        if isinstance(conf[key], bool) or not isinstance(conf[key], (int, float)) or conf[key] <= 0:
+            bad(key, "use a number above 0")
+    share = conf["return_copy_min_share"]
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        bad("return_copy_min_share", "use a share above 0 and at most 1 (0.8: 80 %)")
+    if not isinstance(conf["gpu_faults"], dict):
+        bad("gpu_faults", "use a JSON object ({} for the defaults)")
+    if conf["node"] is not None and not (isinstance(conf["node"], str) and NAME_RE.match(conf["node"])):
+        bad("node", "use the Slurm node name (letters, digits, '.', '_', '-'), or null for the short host name")
+
+
 def settle_config(conf, path=None):
     """The node name (slurmd's SLURMD_NODENAME for the node it runs the check for - several slurmd
     on one host each run it -, else the configured name, else the short host name), ``{node}`` in
-    the guard's file names, and the rule modes and guard settings checked."""
+    the guard's file names, and the settings, rule modes and guard settings checked."""
+    try:
+        check_settings(conf)
+    except ConfigError as exc:
+        raise ConfigError("%s: %s" % (path or "configuration", exc))
     conf["node"] = os.environ.get("SLURMD_NODENAME") or conf["node"] or socket.gethostname().split(".")[0]
+    if not NAME_RE.match(conf["node"]):
+        raise ConfigError("node name %s (SLURMD_NODENAME or the host name) is not a Slurm node name: set node in %s"
+                          % (ascii(conf["node"])[:80], path or "the configuration"))
     for key in ("history_file", "audit_log", "metrics_textfile"):
         if isinstance(conf[key], str):
             conf[key] = conf[key].replace("{node}", conf["node"])

@@ -210,6 +210,30 @@ def test_accept_without_a_visible_gpu_is_refused(tmp_path, capsys):
         assert json.load(f)["no_gpu"] is True
 
 
+@pytest.mark.parametrize("text, key", [
+    ('{"timeout_s": "10"}', "timeout_s"), ('{"act": "no"}', "act"), ('{"textfile_max_age_s": "x"}', "textfile_max_age_s"),
+    ('{"root": null}', "root"), ('{"return_copy_min_share": 80}', "return_copy_min_share"), ('{"node": "../etc"}', "node"),
+    ('{"hot_mount": ["/mnt/hot"]}', "hot_mount"), ('{"fail_runs": "2"}', "fail_runs"), ('{"timeout_s": 10,', "not JSON"),
+    (None, "does not exist")])
+def test_a_malformed_configuration_is_one_sentence_and_never_acts(tmp_path, capsys, monkeypatch, text, key):
+    """A setting of the wrong kind (a string where a number or a flag goes, a null path, a share
+    in per cent, a node name that is a path), a file that is not JSON or not there: exit 2, one line
+    naming the file and the key, scontrol never started."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    marker = tmp_path / "scontrol-ran"
+    (tmp_path / "scontrol").write_text("#!/bin/sh\ntouch %s\n" % marker)
+    os.chmod(str(tmp_path / "scontrol"), 0o755)
+    cfg = tmp_path / "hc.json"
+    if text is not None:
+        doc = text if not text.endswith("}") else json.dumps(dict(json.loads(text), scontrol=str(tmp_path / "scontrol")))
+        cfg.write_text(doc)
+    for args in ([], ["--dry-run"], ["--accept"]):
+        assert hc.main(["--config", str(cfg)] + args) == hc.RC_CONFIG
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(cfg) in err and key in err and "Traceback" not in err, err
+    assert not marker.exists()
+
+
 def _audit(conf):
     with open(conf["audit_log"]) as f:
         return [json.loads(line) for line in f]
