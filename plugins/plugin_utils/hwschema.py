@@ -187,28 +187,38 @@ _WORKLOAD_FIELDS = {
 WORKLOAD_SPEC = ("dict", _WORKLOAD_FIELDS)
 # issue 32: the platform around the GPUs (module_utils/hw/pcie_tree.py, fabric.py, power.py)
 _LINK_FIELDS = {"width": _int("width"), "width_max": _int("width"), "gen": _int("gen"), "gen_max": _int("gen")}
+_BAR_SIZE = ("int", 1, 1 << 84)      # a Resizable BAR encodes up to 2^83 bytes (PCIe 5.0 base spec 7.8.6)
+_BAR_FIELDS = {"index": ("int", 0, 15), "size": _BAR_SIZE}
 _PCIE_DEVICE_FIELDS = {
     "bdf": "str", "parent": "str", "host_bridge": "str",
     "kind": ("enum", ("gpu", "nic", "nvme", "storage", "bridge")),
     "port": ("enum", ("root", "upstream", "downstream", "endpoint", "pci_bridge")),
     "class": "str", "vendor": "str", "device": "str", "name": "str", "numa_node": _int("gpu_numa_node"),
-    "link": ("dict", _LINK_FIELDS), "acs": "data", "acs_readable": "bool", "bars": "data", "rebar": "data",
-    "iommu_group": "str", "driver": "str", "rdma": "data", "config_bytes": "data", "port_inferred": "bool",
-    "link_gbs": "data",
+    "link": ("dict", _LINK_FIELDS), "acs": ("dict", {"cap": "strlist", "ctl": "strlist"}), "acs_readable": "bool",
+    # the checks compute with these (platform.py): a shape they cannot use is a schema problem of the host, not a traceback
+    "bars": ("list", _BAR_FIELDS, 16), "rebar": ("list", dict(_BAR_FIELDS, max=_BAR_SIZE), 16),
+    "iommu_group": "str", "driver": "str", "rdma": "strlist", "config_bytes": ("int", 0, 4096), "port_inferred": "bool",
+    "link_gbs": ("num", 0, 1e6),
 }
-_IOMMU_FIELDS = {"mode": ("enum", ("off", "passthrough", "translated", "unknown")), "groups": "data",
-                 "units": "data", "cmdline": "data", "group_types": "data"}
+_IOMMU_FIELDS = {"mode": ("enum", ("off", "passthrough", "translated", "unknown")), "groups": ("int", 0, 1 << 31),
+                 "units": "strlist", "cmdline": "strlist", "group_types": "strlist"}
 _PCIE_TREE_FIELDS = {"source": ("enum", ("sysfs", "lspci", "declared")),
                      "devices": ("list", _PCIE_DEVICE_FIELDS, 1024), "iommu": ("dict", _IOMMU_FIELDS),
                      "truncated": "bool"}
+# module_utils/hw/fabric.py COUNTERS (the IBA PortCounters a port reports)
+_IB_COUNTERS = ("symbol_error", "link_downed", "excessive_buffer_overrun_errors", "port_rcv_errors", "link_error_recovery")
 _IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phys_state": "str", "speed": "str",
-                   "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "data",
-                   "pci_bus_id": "str", "counters": "data", "counter_rates": "data", "interval_s": "data"}
+                   "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "strlist",
+                   "pci_bus_id": "str", "counters": ("dict", dict((c, _int("err_count")) for c in _IB_COUNTERS)),
+                   "counter_rates": ("dict", dict((c, ("dict", {"delta": _int("err_count"), "per_s": ("num", 0, 1e18)}))
+                                                  for c in _IB_COUNTERS)),
+                   "interval_s": ("num", 0, 1e6)}
 _FABRIC_FIELDS = {"rail_optimized": "bool", "ports": ("list", _IB_PORT_FIELDS, 256)}
 _PSU_FIELDS = {"name": "str", "location": "str", "capacity_w": _num("watts"), "capacity_text": "str", "status": "str",
                "present": "bool"}
+_POWER_GPU_FIELDS = {"pci_bus_id": "str", "limit_w": _num("watts"), "default_w": _num("watts"), "max_w": _num("watts")}
 _POWER_FIELDS = {"psus": ("list", _PSU_FIELDS, 64), "redundant": "bool", "source": "str",
-                 "gpus": "data", "cpu_tdp_w": _num("watts")}
+                 "gpus": ("list", _POWER_GPU_FIELDS, MAX_GPUS), "cpu_tdp_w": _num("watts")}
 TOP_FIELDS = {
     "schema": _int("schema"),
     "source": ("enum", ("gathered", "declared")),

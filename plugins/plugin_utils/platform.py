@@ -20,6 +20,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
+
 LEGEND = ("PIX", "PXB", "PHB", "NODE", "SYS")
 LEGEND_RANK = dict((name, i) for i, name in enumerate(LEGEND))
 ACS_P2P_BLOCKING = ("ReqRedir", "CmpltRedir", "EgressCtrl")
@@ -393,6 +395,22 @@ def host_tree(ctx):
     return tree
 
 
+def declared_doc(ctx):
+    """The host's declaration (``ctx.declared``) validated as inventory.matches_declared validates it
+    (hwschema.check_hw, strict): a field of the wrong shape there (``width_max: "x16"``, ``ports: 5``)
+    is None here and that rule's finding names it, never a traceback that leaves the fleet without a
+    report. {} when there is no declaration; computed once per evaluated host."""
+    cached = getattr(ctx, "_platform_declared", None)
+    if cached is not None and cached[0] is ctx.declared:
+        return cached[1]
+    clean = None
+    if isinstance(ctx.declared, dict):
+        clean, dummy = check_hw(ctx.declared, strict=True)
+    clean = clean if isinstance(clean, dict) else {}
+    ctx._platform_declared = (ctx.declared, clean)
+    return clean
+
+
 def _tree_or_skip(ctx):
     """The tree, or None. A document without ``pcie`` (declared racks, facts from before issue 32)
     gets no outcome of these rules at all, as before they existed; an empty tree is a skip."""
@@ -698,7 +716,7 @@ def check_nic_affinity(ctx):
 
 def check_rail_alignment(ctx):
     tree = host_tree(ctx)
-    declared = ctx.declared if isinstance(ctx.declared, dict) else {}
+    declared = declared_doc(ctx)
     rail = ((ctx.hw.get("fabric") or {}).get("rail_optimized") if isinstance(ctx.hw.get("fabric"), dict) else None)
     if rail is None and isinstance(declared.get("fabric"), dict):
         rail = declared["fabric"].get("rail_optimized")
@@ -856,7 +874,7 @@ def check_ib_ports(ctx):
     if not isinstance(ctx.hw.get("fabric"), dict) or ctx.hw.get("fabric").get("ports") is None:
         return
     got = dict((_port_name(p), p) for p in _ports(ctx.hw))
-    declared = _ports(ctx.declared) if isinstance(ctx.declared, dict) and ctx.hw.get("source") == "gathered" else []
+    declared = _ports(declared_doc(ctx)) if ctx.hw.get("source") == "gathered" else []
     if not got and not declared:
         ctx.skip("no RDMA (InfiniBand/RoCE) port")
         return
@@ -1004,8 +1022,8 @@ def tree_differences(declared, gathered):
 
 
 def check_matches_declared(ctx):
-    declared = ctx.declared if isinstance(ctx.declared, dict) else None
-    if declared is None or ctx.hw.get("source") != "gathered" or not isinstance(declared.get("pcie"), dict):
+    declared = declared_doc(ctx) if ctx.hw.get("source") == "gathered" else {}
+    if not isinstance(declared.get("pcie"), dict):
         return
     if ctx.hw.get("pcie") is None:
         ctx.report("warn", "not gathered", "the declared topology",

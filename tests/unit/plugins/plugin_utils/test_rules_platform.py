@@ -300,3 +300,57 @@ def test_gathered_topology_against_the_declared_one():
     assert outcome == "fail" and "0000:34:00.0 <-> 0000:36:00.0 legend: declared PIX, gathered PXB" in msg
     assert "0000:36:00.0 gen_max: declared 3, gathered 2" in msg
     assert "pcie.matches_declared" not in evaluate_host("n", gathered)["rules"]     # nothing declared: no outcome
+
+
+@pytest.mark.parametrize("where, value", [
+    ("bars", 5), ("rebar", True), ("rdma", {"a": 1}), ("link_gbs", "x"), ("acs", ["ReqRedir+"]),
+    ("iommu.cmdline", 5), ("ports.counters", "x"), ("ports.pkeys", 5), ("power.gpus", 5)])
+def test_a_section_of_the_wrong_shape_is_a_schema_problem_of_its_host_not_a_traceback(where, value):
+    """The free-form parts of pcie/fabric/power (a node's facts, untrusted) in a shape the checks
+    cannot compute with: evaluate_host names the field in inventory.schema and judges the rest
+    (before: a TypeError/AttributeError out of evaluate_host, and the fleet's preflight without a report)."""
+    hw = esc8000a()
+    hw["fabric"] = {"ports": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "counters": {"symbol_error": 1},
+                               "counter_rates": {"symbol_error": {"delta": 1, "per_s": 1.0}}, "pkeys": ["0xffff"]}]}
+    hw["power"] = {"psus": [{"capacity_w": 3000, "present": True}],
+                   "gpus": [{"pci_bus_id": b, "limit_w": 300, "default_w": 300} for b in ESC_GPUS]}
+    hw["pcie"]["iommu"] = {"mode": "translated", "cmdline": ["iommu=on"]}
+    if where == "iommu.cmdline":
+        hw["pcie"]["iommu"]["cmdline"] = value
+        path = "dlrack_hw.pcie.iommu.cmdline"
+    elif where.startswith("ports."):
+        hw["fabric"]["ports"][0][where[6:]] = value
+        path = "dlrack_hw.fabric.ports[0].%s" % where[6:]
+    elif where == "power.gpus":
+        hw["power"]["gpus"] = value
+        path = "dlrack_hw.power.gpus"
+    else:
+        for dev in hw["pcie"]["devices"]:
+            dev[where] = value
+        path = "dlrack_hw.pcie.devices[0].%s" % where
+    res = evaluate_host("gpu-n01", hw)
+    schema = [f["message"] for f in res["findings"] if f["rule"] == "inventory.schema" and f["severity"] == "error"]
+    assert any((path + ":") in m for m in schema), schema
+    assert res["rules"]["pcie.path_link"] in ("pass", "fail", "warn")      # the rest is judged
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda d: device(d, ESC_GPUS[0])["link"].update(width_max="x16"),
+    lambda d: device(d, ESC_GPUS[0]).update(link="x16"),
+    lambda d: d.update(fabric={"ports": 5, "rail_optimized": True}),
+    lambda d: d.update(fabric={"ports": [{"device": "mlx5_0", "port": 1, "pkeys": 5}]}),
+    lambda d: d["pcie"].update(devices=5)])
+def test_a_typo_in_the_declared_topology_is_named_not_a_traceback(mangle):
+    """A declaration the operator typed (``width_max: "x16"``, ``ports: 5``) beside a gathered document:
+    inventory.matches_declared names the field, the platform rules judge what is well formed (before:
+    TypeError/AttributeError out of evaluate_host from tree_differences, check_ib_ports)."""
+    declared = esc8000a()
+    declared["source"] = declared["pcie"]["source"] = "declared"
+    declared["fabric"] = {"ports": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE"}]}
+    mangle(declared)
+    gathered = esc8000a()
+    gathered["fabric"] = {"ports": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "pkeys": ["0xffff"]}]}
+    res = evaluate_host("gpu-n01", gathered, declared=declared)
+    malformed = [f["message"] for f in res["findings"] if f["rule"] == "inventory.matches_declared"]
+    assert malformed and "the declaration of gpu-n01 is malformed: dlrack_hw." in malformed[0]
+    assert res["rules"]["fabric.ib_ports"] in ("pass", "fail", "warn")
