@@ -4,7 +4,7 @@
 """GPU fault events from the kernel log (NVIDIA Xid, NVSwitch SXid, amdgpu RAS/reset), judged per GPU
 over time, and the GPU counters beside them. Standard library only, Python 3.6+.
 
-- ``catalog``: the sourced catalog (catalog.json next to this file) and operator overrides;
+- ``catalog``: the sourced catalog (its data in catalog_embedded.py) and operator overrides;
 - ``parse``: kernel log lines -> events;
 - ``readers``: the journal (saved cursor), /dev/kmsg (saved sequence number and boot id), a saved file;
 - ``judge``: burst dedup, workload vs hardware, counts per GPU and code, escalation across reboots;

@@ -170,10 +170,17 @@ def test_amd_ras_forms_from_the_driver_source():
     assert events[0]["count"] == 2 and events[0]["block"] == "umc"
 
 
-def test_embedded_copy_is_catalog_json():
-    """Ansible ships only Python module_utils to a node: catalog_embedded.py carries catalog.json."""
-    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import catalog, catalog_embedded
-    with open(os.path.join(os.path.dirname(catalog.__file__), "catalog_embedded.py")) as handle:
-        assert handle.read() == catalog.render_embedded(), "regenerate catalog_embedded.py with catalog.render_embedded()"
-    import json
-    assert json.loads(catalog_embedded.CATALOG_JSON) == load_catalog()
+def test_catalog_has_one_copy_and_its_rows_the_sources_counts():
+    """catalog_embedded.py is the catalog (Ansible ships only Python module_utils to a node): no second
+    copy beside it, every row has the fields the catalog names, and the code counts its sources give."""
+    import re
+    from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import catalog
+    here = os.path.dirname(catalog.__file__)
+    assert [n for n in os.listdir(here) if n.startswith("catalog") and not n.endswith(".py")] == []
+    doc = load_catalog()
+    for family in ("xid", "sxid", "amd", "nvidia_other"):
+        for code, row in doc[family].items():
+            assert len(row) == len(doc["fields"]) and (row[0] is None or row[0].isupper()), (family, code)
+    for family in ("xid", "sxid"):
+        assert len(doc[family]) == int(re.search(r"(\d+) codes", doc["sources"][family]["data"]).group(1))
+    assert Catalog().version == doc["version"]
