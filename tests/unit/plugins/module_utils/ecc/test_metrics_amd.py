@@ -1,9 +1,9 @@
 """AMD RAS counters in the ECC textfile (issue 21.6), from amdgpu sysfs trees built from the
 kernel's documented formats (tests/data/amd/README.md); NVIDIA output is left as it was."""
-import importlib.util
 import os
 import re
 
+import gputrees
 import pytest
 from testpaths import DATA, sysfs_tree
 
@@ -12,12 +12,7 @@ from ansible_collections.dlrack.node.plugins.module_utils.ecc import metrics
 
 @pytest.fixture(scope="module")
 def amd_tree(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("dlrack_amd_trees", os.path.join(DATA, "amd", "build_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path_factory.mktemp("amd-trees")
-    mod.build_all(str(out))
-    return lambda name: str(out / name)
+    return gputrees.build("amd/build_trees.py", tmp_path_factory)
 
 
 def samples(text, family):

@@ -1,10 +1,10 @@
 """AMD GPUs through the vendor seam: gather() on sysfs trees built from the kernel's documented
 amdgpu formats (MI300X, MI250X, MI210) and on the two real MI100 machines whose rocm-smi JSON is
 in tests/data/real (tests/data/amd/README.md says which is which)."""
-import importlib.util
 import os
 import shutil
 
+import gputrees
 import pytest
 from testpaths import DATA, sysfs_tree
 
@@ -17,30 +17,10 @@ ROCM = os.path.join(DATA, "real", "amd-rocm-smi-json")
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("dlrack_amd_trees", os.path.join(AMD, "build_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path_factory.mktemp("amd-trees")
-    mod.build_all(str(out))
-    return lambda name: str(out / name)
+    return gputrees.build("amd/build_trees.py", tmp_path_factory)
 
 
-class Run(object):
-    """Stands in for amd-smi / rocm-smi with the files in tests/data; records its calls."""
-
-    def __init__(self, answers=None):
-        self.answers, self.calls = answers or {}, []
-
-    def __call__(self, argv):
-        self.calls.append([os.path.basename(argv[0])] + list(argv[1:]))
-        key = "%s %s" % (os.path.basename(argv[0]), argv[1])
-        answer = self.answers.get(key, self.answers.get(os.path.basename(argv[0])))
-        if answer is None:
-            return 127, "", "%s: not found" % argv[0]
-        if isinstance(answer, tuple):
-            return answer
-        with open(answer) as fh:
-            return 0, fh.read(), ""
+Run = gputrees.Run      # stands in for amd-smi / rocm-smi with the files in tests/data; records its calls
 
 
 def gpus(root, run=None, **kw):
@@ -179,9 +159,7 @@ def test_amd_device_files_take_only_a_render_node_name(render, files):
 def test_hygon_dcu_is_listed_by_its_pci_vendor_id(tmp_path):
     # Hygon DCUs run an amdgpu-derived driver; the PCI vendor id 0x1d94 is public (pci.ids). The
     # attributes are the amdgpu formats (no public Hygon sysfs capture was found): documented only.
-    spec = importlib.util.spec_from_file_location("dlrack_amd_trees2", os.path.join(AMD, "build_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = gputrees.load("amd/build_trees.py")
     root = str(tmp_path)
     mod.gpu(root, "0000:41:00.0", "0x51b7", "0x038000", (mod.GEN4, "16", mod.GEN4, "16"), 0, "0-31",
             vendor="0x1d94", vram=64 << 30, product="DCU Z100", card=0)
@@ -223,9 +201,7 @@ def test_hy_smi_documented_output_parses_and_guesses_nothing(tmp_path):
     assert cards == [{"card": 0, "model": None, "pci_bus_id": None, "memory_mib": None, "serial": None,
                       "unique_id": None, "numa_node": None, "width": None, "speed_gts": None,
                       "device_id": "0x6320", "series": None}]
-    spec = importlib.util.spec_from_file_location("dlrack_amd_trees3", os.path.join(AMD, "build_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = gputrees.load("amd/build_trees.py")
     root = str(tmp_path / "node")
     mod.gpu(root, "0000:41:00.0", "0x6320", "0x038000", (mod.GEN4, "16", mod.GEN4, "16"), 0, "0-31",
             vendor="0x1d94", card=0)

@@ -4,11 +4,11 @@ is the capture's and which is built: tests/data/amd/README.md) with the captured
 replayed, and the parsers on the captures themselves. Machines: RX 6700 XT, Radeon Instinct
 MI50, Vega 10 XT, MI250X (HPE board name), Radeon 780M APU, RX 6800-class + Raphael iGPU,
 RX 7900 XT, Hygon K100_AI, MI300X in CPX; the two MI100 nodes are in test_amd_gather.py."""
-import importlib.util
 import json
 import os
 import shutil
 
+import gputrees
 import pytest
 from testpaths import DATA
 
@@ -22,33 +22,15 @@ REAL = os.path.join(DATA, "real", "amd")
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("dlrack_amd_real_trees", os.path.join(DATA, "amd", "build_real_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path_factory.mktemp("amd-real")
-    mod.build_all(str(out))
-    return lambda name: str(out / name)
+    return gputrees.build("amd/build_real_trees.py", tmp_path_factory)
 
 
 def replay(root, tmp_path, answers=None):
-    """gather(root=) of a copy of a tree in which the answered tools exist; (gpus, errors, calls)."""
-    answers = answers or {}
-    copy = str(tmp_path / "node")
-    shutil.copytree(root, copy, symlinks=True)
-    os.makedirs(os.path.join(copy, "usr", "bin"))
-    for tool in answers:
-        open(os.path.join(copy, "usr", "bin", tool), "w").close()
-    calls = []
-
-    def run(argv):
-        calls.append(os.path.basename(argv[0]))
-        path = answers.get(os.path.basename(argv[0]))
-        if path is None:
-            return 127, "", "not found"
-        with open(os.path.join(REAL, path)) as fh:
-            return 0, fh.read(), ""
-    d = gather(root=copy, subset=["gpus"], run_command=run, is_root=False)
-    return d["gpus"], d["errors"], calls
+    """gather(root=) of a copy of a tree in which the answered tools exist, each answering with its
+    capture in tests/data/real/amd; (gpus, errors, the tools called)."""
+    got, errors, calls = gputrees.replay(root, str(tmp_path / "node"),
+                                         dict((tool, os.path.join(REAL, name)) for tool, name in (answers or {}).items()))
+    return got, errors, [call[0] for call in calls]
 
 
 def test_radeon_rx6700xt_model_vram_link_from_rocm_smi(trees, tmp_path):

@@ -3,15 +3,13 @@ tests/data/real/ascend (npu-smi 24.1.1 to 26.0.rc2: the 910B layout, the A3's Ph
 the 310P's Device layout), and gather(root=) of three real machines (910B4, Atlas A3, Atlas 300I Duo)
 with their npu-smi output replayed; then what the rest of the collection does with the entries:
 device files, visible devices, gres, the plan, the rules."""
-import importlib.util
 import os
-import shutil
 
+import gputrees
 import pytest
 from testpaths import DATA
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw import gpu as seam
-from ansible_collections.dlrack.node.plugins.module_utils.hw.gather import gather
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import ascend
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, npu_smi
 from ansible_collections.dlrack.node.plugins.plugin_utils import affinity, catalogue
@@ -60,27 +58,12 @@ def test_npu_smi_without_a_table_is_a_parse_error(text):
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("dlrack_ascend_trees", os.path.join(DATA, "ascend", "build_trees.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = tmp_path_factory.mktemp("ascend")
-    mod.build_all(str(out))
-    return lambda name: str(out / name)
+    return gputrees.build("ascend/build_trees.py", tmp_path_factory)
 
 
 def replay(root, tmp_path, capture=None):
-    copy = str(tmp_path / "node")
-    shutil.copytree(root, copy, symlinks=True)
-    calls = []
-    if capture:
-        os.makedirs(os.path.join(copy, "usr", "bin"))
-        open(os.path.join(copy, "usr", "bin", "npu-smi"), "w").close()
-
-    def run(argv):
-        calls.append([os.path.basename(argv[0])] + list(argv[1:]))
-        return (0, _read(capture), "") if capture else (127, "", "not found")
-    d = gather(root=copy, subset=["gpus"], run_command=run, is_root=False)
-    return d["gpus"], d["errors"], calls
+    """gather(root=) of a copy of a tree, npu-smi answering with ``capture`` (else not installed)."""
+    return gputrees.replay(root, str(tmp_path / "node"), {"npu-smi": os.path.join(REAL, capture)} if capture else None)
 
 
 def test_910b4_server(trees, tmp_path):
@@ -117,13 +100,9 @@ def test_atlas_300i_duo_two_chips_on_one_bus(trees, tmp_path):
 
 
 def test_npu_smi_garbage_is_one_line_and_sysfs_stays(trees, tmp_path):
-    copy = str(tmp_path / "g")
-    shutil.copytree(trees("310p3-nvtop"), copy, symlinks=True)
-    os.makedirs(os.path.join(copy, "usr", "bin"))
-    open(os.path.join(copy, "usr", "bin", "npu-smi"), "w").close()
-    d = gather(root=copy, subset=["gpus"], run_command=lambda argv: (0, "Segmentation fault", ""), is_root=False)
-    assert [g["model"] for g in d["gpus"]] == ["Ascend 310P"] and len(d["errors"]) == 1
-    assert d["errors"][0].startswith("npu-smi info: no NPU table")
+    got, errors, calls = gputrees.replay(trees("310p3-nvtop"), str(tmp_path / "g"), {"npu-smi": (0, "Segmentation fault", "")})
+    assert [g["model"] for g in got] == ["Ascend 310P"] and len(errors) == 1 and calls == [["npu-smi", "info"]]
+    assert errors[0].startswith("npu-smi info: no NPU table")
 
 
 def test_visible_devices_gres_and_plan(trees, tmp_path):
