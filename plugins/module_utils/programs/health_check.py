@@ -87,6 +87,11 @@ DEFAULTS.update(guard.GUARD_DEFAULTS)
 # Exit status: 0 healthy (or only shadow rules fail), 1 unhealthy, 2 bad configuration,
 # 3 scontrol failed, 4 a drain refused (or given back) over the fleet cap.
 RC_HEALTHY, RC_UNHEALTHY, RC_CONFIG, RC_SCONTROL, RC_CAP = 0, 1, 2, 3, 4
+# slurmd runs HealthCheckProgram at the same time on all nodes and kills it after 60 s (slurm.conf(5),
+# HealthCheckProgram): every scontrol call and the copy check end within this many seconds of the
+# start, and a drain starts only with time left to count again and give it back (a kill between the
+# drain and the count could leave the fleet over the cap).
+RUN_BUDGET_S = 50
 RUN_PREFIX = "health-"
 TEXTFILE_LIMIT = 4 * 1024 * 1024
 # {PCI vendor id: GPU classes} of every vendor, from the vendor seam (hw/gpu/: NVIDIA, AMD, Hygon, Ascend)
@@ -500,10 +505,20 @@ def _modes(conf, rules):
     return rule_modes.split(rules, conf["rule_modes"], conf["rule_modes_groups"], groups)
 
 
-def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
-    """Decide and act for this node. Returns {rc, line, events, enforced, shadowed, fleet}."""
+def _bounded_runner(conf, deadline):
+    """scontrol's runner: each call bounded by timeout_s and by what is left until ``deadline``."""
+    from ansible_collections.dlrack.node.plugins.module_utils.system.command import run
+    from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import OUTPUT_LIMIT
+    return lambda argv: run(argv, timeout=max(1.0, min(conf["timeout_s"], deadline - time.monotonic())),
+                            output_limit=OUTPUT_LIMIT, timeout_hint="timeout_s in the configuration")
+
+
+def act(conf, verdict, scontrol=None, now=None, copy_runner=None, deadline=None):
+    """Decide and act for this node. Returns {rc, line, events, enforced, shadowed, fleet}.
+    ``deadline`` (time.monotonic()): when the run must have ended (default RUN_BUDGET_S from now)."""
     now = time.time() if now is None else now
-    sc = scontrol or Scontrol(path=conf["scontrol"], timeout=conf["timeout_s"], batch=1)
+    deadline = time.monotonic() + RUN_BUDGET_S if deadline is None else deadline
+    sc = scontrol or Scontrol(path=conf["scontrol"], timeout=conf["timeout_s"], batch=1, runner=_bounded_runner(conf, deadline))
     node = conf["node"]
     enforced, shadowed = _modes(conf, verdict["rules"])
     history, note = guard.load_history(conf["history_file"])
@@ -535,9 +550,9 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
     lines = []
     try:
         if enforced:
-            lines.append(_drain(conf, sc, history, current, mine, enforced, now, out, event))
+            lines.append(_drain(conf, sc, history, current, mine, enforced, now, out, event, deadline))
         else:
-            lines.append(_resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner))
+            lines.append(_resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner, deadline))
     finally:
         _metrics(conf, history, out, shadowed)
         guard.save_history(conf["history_file"], history)
@@ -545,7 +560,7 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None):
     return out
 
 
-def _drain(conf, sc, history, current, mine, enforced, now, out, event):
+def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline):
     node = conf["node"]
     reason = format_reason(enforced, new_health_run_id(now))
     action, why = decide(current, "drain", reason)
@@ -575,6 +590,10 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
         return "%s: would drain (%s) but %d of %d nodes are held by dlrack, at the cap of %d: not drained" % (
             node, ",".join(enforced), len(others), fleet["total"], limit)
     history["last"].pop("cap", None)
+    left = deadline - time.monotonic()
+    if left < 3 * conf["timeout_s"]:    # the drain, the count after it and a give-back must fit
+        return "%s: would drain (%s), but only %d s of this run are left, too little to drain and count again: at the next run" % (
+            node, ",".join(enforced), max(left, 0))
     service = guard.record_drain(history, conf, now)
     if service:
         reason = format_reason(guard.service_rules(enforced), new_health_run_id(now))
@@ -601,7 +620,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event):
     return line
 
 
-def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner):
+def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner, deadline):
     node = conf["node"]
     if current is None or not current["drained"]:
         return None
@@ -616,6 +635,10 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
     ready, why = guard.ready_to_resume(history, conf)
     if not ready:
         return "%s: %s" % (node, why)
+    # the copy check and the resume must fit (its read-back takes what is left, at least a second)
+    need = conf["timeout_s"] + (conf["return_copy_timeout_s"] if conf["return_validation"] and conf["return_copy"] else 0)
+    if deadline - time.monotonic() < need:
+        return "%s: passes, but too little of this run is left for the return validation and the resume: at the next run" % node
     ok, notes = validate_return(conf, now, copy_runner)
     out["notes"].extend(notes)
     if not ok:
@@ -696,13 +719,13 @@ def main(argv=None):
             return RC_UNHEALTHY
         sys.stdout.write("dlrack-health-check: accepted %d GPU(s) in %s\n" % (len(doc["gpus"]), conf["state_file"]))
         return 0
-    started = time.time()
+    started, deadline = time.time(), time.monotonic() + RUN_BUDGET_S
     verdict = judge_safely(conf)
     enforced, shadowed = _modes(conf, verdict["rules"])
     rc, line = (RC_UNHEALTHY if enforced else RC_HEALTHY), None
     if conf["act"] and "dry-run" not in flags:
         try:
-            done = act(conf, verdict)
+            done = act(conf, verdict, deadline=deadline)
             rc, line = done["rc"], done["line"]
             verdict["notes"].extend(done["notes"])
             verdict["events"] = [e["event"] for e in done["events"]]

@@ -210,3 +210,26 @@ def test_racing_within_one_second_of_slurmctld_never_exceeds_the_cap(tmp_path, m
     assert outs["n01"]["rc"] == hc.RC_UNHEALTHY and "drained" in outs["n01"]["line"]
     assert _held(fake) == ["n01", "n09"], outs["n02"]["line"]
     assert outs["n02"]["rc"] == hc.RC_CAP and "given back" in outs["n02"]["line"]
+
+
+def test_no_drain_without_time_to_count_again(tmp_path, monkeypatch):
+    """slurmd kills the program after 60 s: a drain starts only when the drain, the count after it
+    and a give-back fit in what is left of the run (hc.RUN_BUDGET_S); a slow scontrol runs each call
+    only as long as is left. Too little left: not drained, said so, drained at a later run."""
+    import time
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+    conf = _conf(tmp_path, "n01", timeout_s=10)
+    out = _act(conf, fake, ["gpu.present"], now=T0, deadline=time.monotonic() + 25)
+    assert "too little to drain and count again" in out["line"] and _held(fake) == []
+    assert not [c for c in fake.calls if c[1] == "update"]
+    out = _act(conf, fake, ["gpu.present"], now=T0 + 5)
+    assert "drained" in out["line"] and _held(fake) == ["n01"]
+    # resume: the copy check (return_copy_timeout_s) and the resume must fit
+    conf = _conf(tmp_path, "n01", timeout_s=10, return_copy=True, return_copy_timeout_s=30)
+    out = _act(conf, fake, [], now=T0 + 10, deadline=time.monotonic() + 35)
+    assert "too little of this run is left" in out["line"] and _held(fake) == ["n01"]
+    # a scontrol that hangs is stopped at the run's end, not after timeout_s
+    t0 = time.monotonic()
+    res = hc._bounded_runner(conf, t0 + 1.5)(["sleep", "20"])
+    assert res.timed_out and time.monotonic() - t0 < 5
