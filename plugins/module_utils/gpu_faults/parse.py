@@ -210,7 +210,7 @@ class Parser:
         if m:
             bus = norm_bus(m.group("bus"))
             if bus:
-                self.uuids[bus] = m.group("uuid").lower()
+                self.uuids[bus] = "GPU-" + m.group("uuid")[4:].lower()    # as nvidia-smi and NVML print it
             return []
         m = _FALLEN_RE.search(line)
         if m:

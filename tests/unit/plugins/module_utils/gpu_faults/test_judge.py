@@ -161,7 +161,7 @@ def test_replay_cli_prints_every_event_and_the_verdict(capsys):
     assert rc == 1 and out["rules"] == ["gpu.xid"]
     assert [(e["vendor"], e["kind"], e["bus_id"], e["code"], e["class"], e["action"]) for e in out["events"]][0] == \
         ("nvidia", "xid", "0000:9b:00.0", 119, "driver", "reset_gpu")
-    assert out["events"][0]["repeats"] == 3 and out["events"][0]["uuid"] == "gpu-509665ad-b600-ac93-3616-d754b23d636d"
+    assert out["events"][0]["repeats"] == 3 and out["events"][0]["uuid"] == "GPU-509665ad-b600-ac93-3616-d754b23d636d"
     assert main(["--kernel-log", os.path.join(XID, "h200-vm-dmesg-T-xid31.txt")]) == 0
     text = capsys.readouterr().out
     assert "0000:00:06.0" in text and "check_workload" in text and "PASS" in text

@@ -30,7 +30,7 @@ def test_h200_xid31_dmesg_and_kmsg_forms():
     dmesg, parser = events_of("h200-vm-dmesg-T-xid31.txt")
     assert [(e["vendor"], e["kind"], e["bus_id"], e["code"]) for e in dmesg] == [("nvidia", "xid", "0000:00:06.0", 31)]
     event = dmesg[0]
-    assert event["uuid"] == "gpu-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
+    assert event["uuid"] == "GPU-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
     assert event["pid"] == 458 and event["process"] == "python3"
     assert event["class"] == "application" and event["action"] == "check_workload"
     assert event["ts"] == 1796403138.0   # [Fri Dec  4 16:52:18 2026] read as UTC

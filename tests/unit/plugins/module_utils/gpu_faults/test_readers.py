@@ -34,7 +34,7 @@ def test_kmsg_stand_in_reads_only_what_is_new(tmp_path):
         handle.write(h200_records())
     events, pos, notes = readers.read_kmsg(path, current_boot="boot-a", btime=1796403109.3)
     assert [(e["code"], e["seq"], e["bus_id"]) for e in events] == [(31, 359, "0000:00:06.0")]
-    assert events[0]["uuid"] == "gpu-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
+    assert events[0]["uuid"] == "GPU-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
     assert abs(events[0]["ts"] - (1796403109.3 + 28.800917)) < 1e-6
     assert pos["seq"] == 359 and pos["boot_id"] == "boot-a" and notes == []
     # nothing new: nothing read
@@ -95,7 +95,7 @@ def test_journal_file_with_saved_cursor(tmp_path):
     path = journalfile.write_journal(str(tmp_path / "kernel.journal"), h200_messages(), boot_id=BOOT_A)
     events, pos, notes = readers.read_journal(journal_file=path)
     assert notes == [] and [(e["code"], e["bus_id"], e["boot_id"]) for e in events] == [(31, "0000:00:06.0", BOOT_A)]
-    assert events[0]["uuid"] == "gpu-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
+    assert events[0]["uuid"] == "GPU-475a4ad9-0cda-5c6c-598f-d3078a8fb53d"
     assert abs(events[0]["ts"] - 1796403138.000005) < 1e-6
     assert pos["cursor"] and "i=6" in pos["cursor"]
     again, pos2, dummy = readers.read_journal(cursor=pos["cursor"], journal_file=path)
