@@ -1004,20 +1004,23 @@ def _check_gpu_faults(ctx, rule_id):
     if not isinstance(faults, dict):
         return                  # older facts and declared racks: no outcome, as before the rule existed
     what, ok = _FAULT_RULE_TEXT[rule_id]
-    counters = faults.get("counters") if isinstance(faults.get("counters"), dict) else {}
+    def of(value, kind):         # a node's field of another shape (another version, hand-edited facts) is empty here
+        return value if isinstance(value, kind) else kind()
+
+    counters = of(faults.get("counters"), dict)
     failing, worst = [], "reset_gpu"
     ranks = ("none", "check_workload", "reset_gpu", "reboot", "service")
-    for bus, gpu in sorted((faults.get("gpus") or {}).items()):
-        if not isinstance(gpu, dict) or rule_id not in (gpu.get("rules") or []):
+    for bus, gpu in sorted(of(faults.get("gpus"), dict).items(), key=lambda item: str(item[0])):
+        if not isinstance(gpu, dict) or rule_id not in of(gpu.get("rules"), list):
             continue
-        codes = ", ".join("%s x%s" % (c.get("code"), c.get("count")) for c in (gpu.get("codes") or [])[:6] if isinstance(c, dict))
+        codes = ", ".join("%s x%s" % (c.get("code"), c.get("count")) for c in of(gpu.get("codes"), list)[:6] if isinstance(c, dict))
         failing.append("%s (%s: %s)" % (bus, gpu.get("action"), codes))
         if gpu.get("action") in ranks and ranks.index(gpu["action"]) > ranks.index(worst):
             worst = gpu["action"]
-    for bus, rules in sorted((counters.get("by_gpu") or {}).items()):
+    for bus, rules in sorted(of(counters.get("by_gpu"), dict).items(), key=lambda item: str(item[0])):
         if isinstance(rules, list) and rule_id in rules:
             failing.append("%s (counters)" % bus)
-    notes = [str(n) for n in (counters.get("notes") or []) if isinstance(n, str)][:5]
+    notes = [str(n) for n in of(counters.get("notes"), list) if isinstance(n, str)][:5]
     if rule_id == "gpu.pcie_replays" and counters.get("interval_s") is None and not failing:
         ctx.skip("the PCIe replay rate needs two reads (the ECC collector keeps the previous one)")
     elif failing:
@@ -1027,7 +1030,7 @@ def _check_gpu_faults(ctx, rule_id):
                    "reseat the GPU and its riser or cable, check the slot's PCIe generation in the BIOS; service the GPU or "
                    "the board if the replays keep growing")
     else:
-        workload = ", ".join(str(w) for w in (faults.get("workload") or [])[:5])
+        workload = ", ".join(str(w) for w in of(faults.get("workload"), list)[:5])
         ctx.report("pass", "%s event(s)%s" % (faults.get("events_total", 0), "; workload: " + workload if workload else ""), ok,
                    "%s: %s (catalog %s)" % (what, ok, faults.get("catalog_version")))
 

@@ -93,3 +93,8 @@ def test_hostile_gpu_faults_section_is_data():
     assert result == "fail" and "service case" in found[0]["remedy"]
     bad = evaluate_host("gpu-n01", hw_of({"gpus": float("nan")}))
     assert bad["rules"].get("inventory.schema") == "fail"
+    # fields of another shape (another version's node, hand-edited facts): a verdict, never a traceback
+    for shape in ({"gpus": ["0000:07:00.0"]}, {"workload": 5}, {"counters": {"by_gpu": ["x"], "notes": 3}},
+                  {"gpus": {"0000:07:00.0": {"rules": 7, "codes": 3}}}, {"gpus": {1: {"rules": ["gpu.xid"]}, "a": {"rules": ["gpu.xid"]}}}):
+        res = evaluate_host("gpu-n01", hw_of(shape), severity={"gpu.xid": "error"})
+        assert all(res["rules"].get(r) in ("pass", "fail", "skip") for r in RULES), shape
