@@ -6,8 +6,10 @@ the way that slurmctld did in those captures: State=DRAIN adds the DRAIN flag an
 ("Invalid node name specified"), unknown names in `show` print "Node X not found".
 
 As a program (tests that run ansible-playbook): `python3 slurmfake.py STATE.json ARGS...` keeps
-the lines in STATE.json between calls.
+the lines in STATE.json between calls; calls at the same time (node programs run by slurmd on every
+node at once) take turns on STATE.json.lock, as slurmctld serialises its node table.
 """
+import fcntl
 import json
 import re
 import sys
@@ -70,12 +72,15 @@ class FakeSlurmctld(object):
 
 def main(argv):
     state = argv[1]
-    with open(state) as f:
-        fake = FakeSlurmctld("")
-        fake.lines = json.load(f)
-    rc, out, err = fake(["scontrol"] + argv[2:])
-    with open(state, "w") as f:
-        json.dump(fake.lines, f)
+    with open(state + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open(state) as f:
+            fake = FakeSlurmctld("")
+            fake.lines = json.load(f)
+        rc, out, err = fake(["scontrol"] + argv[2:])
+        if argv[2:3] == ["update"]:
+            with open(state, "w") as f:
+                json.dump(fake.lines, f)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return rc

@@ -614,7 +614,7 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline
         history["drains"] = history["drains"][:-1]
         history["last"]["gave_back"] = True
         _update(sc, node, "resume", None, "given back", event, ())
-        event("gave_back", enforced, reason, "cap: %d nodes held after this drain, the cap is %d: this (newest) drain given back"
+        event("gave_back", enforced, reason, "cap: %d nodes held after this drain, the cap is %d: this drain, among the newest, given back"
               % (len(fleet["held"]), limit), fleet=out["fleet"])
         return "%s: drained, then given back: %d nodes held by dlrack after it, the cap is %d" % (node, len(fleet["held"]), limit)
     return line
