@@ -225,11 +225,17 @@ def test_installed_declare_writes_a_relative_dir_where_the_command_runs(installe
     inv = _local_inventory(installed, "declare-inventory")
     work = os.path.join(installed["user"], "declare-work")
     os.makedirs(work)
+    wrote = os.path.join(work, "decl", "rack-7", "node-1", "dlrack_hw.yml")
+    # --check writes nothing and says so (it printed "wrote <path>" for a file it never wrote)
+    proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
+                 "-e", "dlrack_declare_dir=decl/rack-7", "--check"], cwd=work, env=installed["env"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "node-1: would write %s" % wrote in out, out[-4000:]
+    assert not os.path.exists(os.path.join(work, "decl"))
     proc = _run(["ansible-playbook", "dlrack.node.declare", "-i", inv, "-e", "dlrack_hw_root=" + tree,
                  "-e", "dlrack_declare_dir=decl/rack-7"], cwd=work, env=installed["env"])
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    wrote = os.path.join(work, "decl", "rack-7", "node-1", "dlrack_hw.yml")
     assert os.path.exists(wrote), out[-4000:]
     assert "node-1: wrote %s" % wrote in out
     # nothing went into the installed collection
