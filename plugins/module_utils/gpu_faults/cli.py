@@ -219,7 +219,10 @@ def main(argv=None):
                 elif arg == "--gpus":
                     gpus = _gpus_from(value)
                 else:
-                    raw.update(json.loads(value))
+                    extra = json.loads(value)
+                    if not isinstance(extra, dict):
+                        raise ConfigError("--config takes a JSON mapping of gpu_faults settings, e.g. '{\"burst_s\": 30}'")
+                    raw.update(extra)
             elif arg in ("--dry-run", "--json", "--write-state"):
                 flags.add(arg[2:])
             elif arg in ("-h", "--help"):
@@ -231,6 +234,11 @@ def main(argv=None):
             raise ConfigError("--kernel-log FILE is required")
         if "state_file" not in raw:
             raw["state_file"] = os.devnull
+        settings(raw)                                   # a bad setting is named first
+        try:
+            open(raw["kernel_log"], "rb").close()      # a replay of a log it cannot read is no PASS
+        except (OSError, IOError) as exc:
+            raise ConfigError("--kernel-log %s cannot be read (%s)" % (escape(raw["kernel_log"], 200), exc.strerror or exc))
         verdict = check(raw, gpus=gpus, dry_run="write-state" not in flags)
     except (ConfigError, ValueError, OSError, IOError) as exc:
         sys.stderr.write("dlrack-gpu-faults: %s\n%s\n" % (escape(str(exc), 400), USAGE))

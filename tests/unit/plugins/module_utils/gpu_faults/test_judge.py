@@ -166,5 +166,11 @@ def test_replay_cli_prints_every_event_and_the_verdict(capsys):
     text = capsys.readouterr().out
     assert "0000:00:06.0" in text and "check_workload" in text and "PASS" in text
     assert main(["--bogus"]) == 2 and "bad argument" in capsys.readouterr().err
+    for unreadable in ("/nonexistent/kern.log", XID):          # a typo or a directory: no PASS
+        assert main(["--kernel-log", unreadable, "--dry-run"]) == 2
+        captured = capsys.readouterr()
+        assert "cannot be read" in captured.err and "PASS" not in captured.out
+    h200 = os.path.join(XID, "h200-vm-dmesg-T-xid31.txt")
+    assert main(["--kernel-log", h200, "--config", "[1]"]) == 2 and "JSON mapping" in capsys.readouterr().err
     assert main(["--kernel-log", "/nonexistent", "--config", "{\"overrides\": {\"xid\": 1}}"]) == 2
     assert "FAMILY:CODE" in capsys.readouterr().err
