@@ -21,6 +21,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.hw.pcie_tree import (
     ACS_BITS, MAX_FUNCTIONS, MAX_KEPT, _ports_by_position, classify)
 
 LSPCI_LIMIT = 4 << 20    # characters of lspci output parsed
+HWLOC_LIMIT = 16 << 20   # characters of an hwloc XML export parsed (a 2-socket 8-GPU export is ~200 KB)
+HWLOC_DEPTH = 64         # object nesting followed (hwloc trees are ~10-20 deep)
 
 
 _LSPCI_HEAD = re.compile(r"^(?:(?P<dom>[0-9a-f]{4,8}):)?(?P<bus>[0-9a-f]{2}):(?P<dev>[0-9a-f]{2})\.(?P<fn>[0-7]) "
@@ -268,25 +270,36 @@ def parse_hwloc_xml(text):
     """The tree from an hwloc topology export (``lstopo --of xml``; hwloc 2.x): bridges and PCI
     devices with their parents, host bridge (the bus range of the depth-0 host bridge object) and
     NUMA node (the Package/NUMANode that holds them). hwloc gives each link as GB/s
-    (``pci_link_speed``), not width and generation: that goes to ``link_gbs``, the widths stay null."""
+    (``pci_link_speed``), not width and generation: that goes to ``link_gbs``, the widths stay null.
+
+    Input that is not such an export gives the empty tree: not well-formed XML, more than
+    ``HWLOC_LIMIT`` characters, or a DTD that declares entities (an export names hwloc's DTD by
+    ``SYSTEM`` only; internal entities are how an XML file blows up in memory, and expat before
+    2.4 does not stop that). Objects nested deeper than ``HWLOC_DEPTH`` are not followed."""
     from xml.etree import ElementTree
+    empty = {"source": "lspci", "devices": [], "iommu": None, "truncated": False}
+    text = text or ""
+    if len(text) > HWLOC_LIMIT or "<!ENTITY" in text:
+        return empty
     try:
-        root = ElementTree.fromstring((text or "")[:LSPCI_LIMIT * 4])
-    except ElementTree.ParseError:
-        return {"source": "lspci", "devices": [], "iommu": None, "truncated": False}
+        root = ElementTree.fromstring(text)
+    except (ElementTree.ParseError, ValueError, RecursionError):
+        return empty
     devs = {}
 
-    def walk(node, numa, host, parent):
+    def walk(node, numa, host, parent, depth=0):
+        if depth > HWLOC_DEPTH:
+            return
         for child in node.findall("object"):
             ctype = child.get("type")
             cnuma = numa
             if ctype in ("Package", "Group"):
-                nodes = [n for n in child.iter("object") if n.get("type") == "NUMANode"]
-                if len(set(n.get("os_index") for n in nodes)) == 1:
-                    cnuma = int(nodes[0].get("os_index"))
+                nodes = set(n.get("os_index") for n in child.iter("object") if n.get("type") == "NUMANode")
+                if len(nodes) == 1 and re.match(r"^[0-9]{1,4}$", list(nodes)[0] or ""):
+                    cnuma = int(list(nodes)[0])
             if ctype == "Bridge" and child.get("depth") == "0":
                 rng = re.match(r"^([0-9a-f]{4}):\[([0-9a-f]{2})", child.get("bridge_pci") or "")
-                walk(child, cnuma, "%s:%s" % rng.groups() if rng else host, None)
+                walk(child, cnuma, "%s:%s" % rng.groups() if rng else host, None, depth + 1)
                 continue
             busid = child.get("pci_busid")
             if ctype in ("Bridge", "PCIDev") and busid and len(devs) < MAX_FUNCTIONS:
@@ -305,9 +318,9 @@ def parse_hwloc_xml(text):
                                "link_gbs": gbs if gbs and gbs > 0 else None, "acs": None, "acs_readable": False,
                                "bars": None, "rebar": None, "iommu_group": None, "driver": None, "rdma": rdma,
                                "config_bytes": None}
-                walk(child, cnuma, host, busid)
+                walk(child, cnuma, host, busid, depth + 1)
             else:
-                walk(child, cnuma, host, parent)
+                walk(child, cnuma, host, parent, depth + 1)
     walk(root, None, None, None)
     wanted = set()
     for bdf, dev in devs.items():

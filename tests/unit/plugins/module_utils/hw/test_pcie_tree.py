@@ -103,6 +103,27 @@ def test_hwloc_dgx2_export():
     assert broken == {"source": "lspci", "devices": [], "iommu": None, "truncated": False}
 
 
+def test_hwloc_xml_that_is_no_export_gives_the_empty_tree():
+    """An export is read with the stdlib parser: entity declarations (memory blow-up on expat < 2.4),
+    nesting deeper than any hwloc tree, a NUMA node whose os_index is no number and a file over the
+    size bound give the empty tree or are passed over (before: RecursionError / ValueError / TypeError
+    out of parse_hwloc_xml, and the entities expanded wherever expat does not refuse them)."""
+    empty = {"source": "lspci", "devices": [], "iommu": None, "truncated": False}
+    dgx2 = real("pcie", "hwloc-nvidiaDGX2.xml")
+    entities = dgx2.replace('<!DOCTYPE topology SYSTEM "hwloc2.dtd">',
+                            '<!DOCTYPE topology [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>', 1)
+    assert entities != dgx2 and lspci.parse_hwloc_xml(entities) == empty
+    deep = '<topology>' + '<object type="Group">' * 3000 + '</object>' * 3000 + '</topology>'
+    assert lspci.parse_hwloc_xml(deep) == empty
+    assert lspci.parse_hwloc_xml(dgx2 + " " * lspci.HWLOC_LIMIT) == empty
+    # the DGX-2 export with the first NUMA node's os_index garbled, then removed: its GPUs lose their node only
+    for attr in ('os_index="x"', ''):
+        odd = re.sub(r'(<object type="NUMANode") os_index="0"', r'\1 ' + attr, dgx2, count=1)
+        assert odd != dgx2
+        gpus = [d for d in lspci.parse_hwloc_xml(odd)["devices"] if d["kind"] == "gpu"]
+        assert len(gpus) == 16 and sorted(set(g["numa_node"] for g in gpus), key=str) == [1, None]
+
+
 def hwloc_sysfs(tmp_path):
     with tarfile.open(os.path.join(PCIE, "hwloc-32em64t-2n8c-dax-nvme-mic-dimms.tar.bz2")) as tf:
         tf.extractall(str(tmp_path))
