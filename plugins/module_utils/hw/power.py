@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.stack import smi_xml_root
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
 
 MAX_PSUS = 64
@@ -67,25 +68,26 @@ def parse_psus(text):
     return out
 
 
-_GPU = re.compile(r"<gpu id=\"([^\"]{1,40})\">(.*?)</gpu>\s*(?=<gpu id=|</nvidia_smi_log>|$)", re.S)
-
-
 def _tag(block, name):
-    m = re.search(r"<%s>([^<]{0,40})</%s>" % (name, name), block)
-    return _watts(m.group(1)) if m else None
+    node = block.find(name) if block is not None else None
+    return _watts(node.text[:40]) if node is not None and node.text else None
 
 
 def gpu_limits_from_xml(text):
-    """[{pci_bus_id, limit_w, default_w, max_w}] from ``nvidia-smi -q -x``; N/A -> None."""
+    """[{pci_bus_id, limit_w, default_w, max_w}] from ``nvidia-smi -q -x`` (parsed as hw/gpu/stack.py
+    parses it for the versions); N/A -> None, output that is not the tool's XML -> []."""
+    try:
+        root = smi_xml_root((text or "")[:XML_LIMIT])
+    except ParseError:
+        return []
     out = []
-    for m in _GPU.finditer((text or "")[:XML_LIMIT]):
+    for gpu in root.findall("gpu"):
         try:
-            bus = normalize_pci_bus_id(m.group(1))
+            bus = normalize_pci_bus_id(gpu.get("id"))
         except ParseError:
             continue
-        body = m.group(2)
-        readings = re.search(r"<(gpu_power_readings|power_readings)>(.*?)</\1>", body, re.S)
-        block = readings.group(2) if readings else ""
+        block = gpu.find("gpu_power_readings")
+        block = block if block is not None else gpu.find("power_readings")
         limit = _tag(block, "current_power_limit") or _tag(block, "enforced_power_limit") or _tag(block, "power_limit")
         out.append({"pci_bus_id": bus, "limit_w": limit, "default_w": _tag(block, "default_power_limit"),
                     "max_w": _tag(block, "max_power_limit")})

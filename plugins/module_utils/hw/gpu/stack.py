@@ -63,19 +63,30 @@ def _text(elem, path):
     return clean(node.text) if node is not None and node.text is not None else None
 
 
-def parse_smi_versions(text):
-    """``nvidia-smi -q -x`` -> {driver, cuda_driver, gpus: [{pci_bus_id, vbios, inforom: {image,
-    oem, ecc, power}}]}. Raises ParseError for output that is not the tool's XML."""
+def smi_xml_root(text):
+    """The root element of ``nvidia-smi -q -x`` output (the stdlib parser; the output is bounded by
+    the gatherer's runner). Raises ParseError for output that is not the tool's XML, and for a DTD
+    that declares entities: the tool names its DTD by ``SYSTEM`` only, and internal entities are how
+    XML blows up in memory where expat is older than 2.4 (no amplification limit)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or not text.strip():
         raise ParseError("nvidia-smi -q -x: empty output")
+    if "<!ENTITY" in text:
+        raise ParseError("nvidia-smi -q -x: the output declares XML entities, which the tool never prints")
     try:
         root = ET.fromstring(text.strip().encode("utf-8"))
     except (ET.ParseError, ValueError, RecursionError) as exc:
         raise ParseError("nvidia-smi -q -x: not well-formed XML (%s)" % exc)
     if root.tag != "nvidia_smi_log":
         raise ParseError("nvidia-smi -q -x: root element is <%s>, expected <nvidia_smi_log>" % root.tag)
+    return root
+
+
+def parse_smi_versions(text):
+    """``nvidia-smi -q -x`` -> {driver, cuda_driver, gpus: [{pci_bus_id, vbios, inforom: {image,
+    oem, ecc, power}}]}. Raises ParseError for output that is not the tool's XML."""
+    root = smi_xml_root(text)
     gpus = []
     for g in root.findall("gpu")[:MAX_GPUS]:
         try:

@@ -1,6 +1,7 @@
 """PSUs and GPU power limits (module_utils/hw/power.py) on real dmidecode tables and nvidia-smi XML
 (tests/data/real/SOURCES.md: dmidecode/, nvidia-smi-q-xml/, pcie/h200-vm-*)."""
 import os
+import re
 import struct
 
 import pytest
@@ -74,3 +75,19 @@ def test_gpu_power_limits_from_xml():
     assert [g["pci_bus_id"] for g in two] == ["0000:81:00.0", "0000:c1:00.0"] and two[0]["limit_w"] == 230.0
     assert power.gpu_limits_from_xml(real("nvidia-smi-q-xml", "telegraf-quadro-p400.xml"))[0]["limit_w"] is None
     assert power.gpu_limits_from_xml("<nvidia_smi_log><gpu id=\"junk\"></gpu></nvidia_smi_log>") == []
+
+
+def test_power_limits_come_from_the_xml_parser_the_versions_use():
+    """One parser for ``nvidia-smi -q -x`` on the node side (hw/gpu/stack.smi_xml_root): output that
+    declares entities is refused by both readers (the regular expressions before read the GPUs out of
+    it; they also took minutes on 400 KB of unclosed ``<gpu id=...>`` tags, a parse is linear)."""
+    from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu import stack
+    text = real("pcie", "h200-vm-2026-11-30-nvidia-smi-q-x.xml")
+    assert [g["pci_bus_id"] for g in power.gpu_limits_from_xml(text)] == \
+        [g["pci_bus_id"] for g in stack.parse_smi_versions(text)["gpus"]] == ["0000:00:06.0"]
+    entities = re.sub(r"<!DOCTYPE nvidia_smi_log SYSTEM \"[^\"]+\">",
+                      '<!DOCTYPE nvidia_smi_log [<!ENTITY w "700.00 W">]>', text, count=1)
+    assert entities != text
+    assert power.gpu_limits_from_xml(entities) == []
+    with pytest.raises(stack.ParseError, match="entities"):
+        stack.parse_smi_versions(entities)
