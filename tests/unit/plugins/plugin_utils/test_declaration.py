@@ -177,3 +177,17 @@ def test_round_trip_matches_declared(which, h200, esc):
     assert check_hw(decl, strict=True)[1] == []
     result = evaluate_host(which, gathered, declared=decl)
     assert result["rules"]["inventory.matches_declared"] == "pass"
+
+
+def test_the_declaration_folder_is_taken_from_where_the_command_runs(monkeypatch, tmp_path):
+    """Issue 30.3: a relative dlrack_declare_dir is the folder the command runs in's, not the
+    playbook's (the installed collection); ~ is the user's home; a blank one is one sentence."""
+    from ansible_collections.dlrack.node.plugins.filter.hw_declaration import hw_declaration_dir
+    from ansible_collections.dlrack.node.plugins.plugin_utils.declaration import declare_dir
+    monkeypatch.chdir(str(tmp_path))
+    monkeypatch.setenv("HOME", "/home/ops")
+    assert hw_declaration_dir("decl/rack-7/") == os.path.join(str(tmp_path), "decl", "rack-7")
+    assert declare_dir("../x", cwd="/srv/inv") == "/srv/x" and declare_dir("/abs//y/") == "/abs/y"
+    assert declare_dir("~/decl") == "/home/ops/decl"
+    with pytest.raises(AnsibleFilterError, match="hw_declaration_dir: dlrack_declare_dir is empty: set it to the folder"):
+        hw_declaration_dir("  ")
