@@ -154,6 +154,14 @@ def check_settings(conf):
     for key in _POSITIVE:
         if isinstance(conf[key], bool) or not isinstance(conf[key], (int, float)) or conf[key] <= 0:
             bad(key, "use a number above 0")
+    # the drain, the count after it and a give-back (3 calls), or the copy check and the resume, must fit
+    # in a run, with a few seconds for the judgement and the first calls
+    if conf["timeout_s"] * 3 > RUN_BUDGET_S - 5:
+        bad("timeout_s", "use at most %d s (a drain, the count after it and a give-back must fit in the %d s of a run: "
+                         "slurmd kills the program after 60 s)" % ((RUN_BUDGET_S - 5) // 3, RUN_BUDGET_S))
+    if conf["return_copy_timeout_s"] + conf["timeout_s"] > RUN_BUDGET_S - 5:
+        bad("return_copy_timeout_s", "use at most %d s with timeout_s %s (the copy check and the resume must fit in the %d s "
+                                     "of a run)" % (RUN_BUDGET_S - 5 - conf["timeout_s"], conf["timeout_s"], RUN_BUDGET_S))
     share = conf["return_copy_min_share"]
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         bad("return_copy_min_share", "use a share above 0 and at most 1 (0.8: 80 %)")
