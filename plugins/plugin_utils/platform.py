@@ -796,7 +796,8 @@ def check_psu_capacity(ctx):
     what = "%d W for GPUs (%s) + %s CPU" % (sum(w for w in gpu_w if w), "+".join("%d" % w for w in gpu_w if w) or "none",
                                             "%d W" % cpu_w if cpu_w else "unknown")
     supply = "%d W usable of %d PSU(s)%s" % (usable, len(caps), " (N+1: one may fail)" if redundant and len(caps) >= 2 else "")
-    if caps and need_known > usable and not (unknown and not psus):
+    # a fail needs every present PSU's capacity: one reporting Unknown or 0 W may carry the difference
+    if caps and len(caps) == len(psus) and need_known > usable:
         ctx.report("fail", "%s > %s" % (what, supply), "GPU power limits + CPU TDP <= usable PSU capacity",
                    "the power supplies cannot carry the GPUs' power limits and the CPUs' TDP: %s needed, %s" % (what, supply),
                    "fit larger or more PSUs (keep N+1 redundancy), or lower the GPUs' power limits (nvidia-smi -pl) "

@@ -76,3 +76,20 @@ def test_documents_without_power_get_no_outcome():
     del hw["power"]
     res = evaluate_host("n", hw)
     assert "power.psu_capacity" not in res["rules"] and "power.gpu_caps" not in res["rules"]
+
+
+def test_a_psu_of_unknown_capacity_beside_known_ones_cannot_verify():
+    # changed: the Supermicro AS-4124GS-TNR table (4 x 2000 W) with PSU2-PSU4 reporting "Unknown" as the
+    # ESC8000 G4's table does: 2000 W known is less than the 4560 W needed, but the other three may carry it
+    hw = host("linuxhw-supermicro-as4124gs-tnr-8gpu-2s-epyc7763-ddr4-multibit-ecc.txt", "AMD EPYC 7763 64-Core Processor", 2,
+              A100, 8)
+    for psu in hw["power"]["psus"][1:]:
+        psu.update(capacity_w=None, capacity_text="Unknown")
+    found, result = outcome(hw, "power.psu_capacity", severity={"power.psu_capacity": "error"})
+    assert result == "warn" and "cannot verify the power budget" in found[0]["message"], found
+    assert "PSU PSU2 reports Unknown" in found[0]["message"]
+    # the same three PSUs not present (empty slots): the one PSU's 2000 W is all there is, and too little
+    for psu in hw["power"]["psus"][1:]:
+        psu["present"] = False
+    found, result = outcome(hw, "power.psu_capacity", severity={"power.psu_capacity": "error"})
+    assert result == "fail" and "2000 W usable of 1 PSU(s)" in found[0]["message"], found
