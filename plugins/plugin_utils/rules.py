@@ -1037,7 +1037,7 @@ def _check_gpu_faults(ctx, rule_id):
 
 @rule("gpu.xid", "no GPU fault event (Xid, amdgpu RAS) calls for a reset, reboot or service", "error",
       doc="the kernel log's Xid and amdgpu events, judged per GPU over time (module_utils/gpu_faults: NVIDIA's Xid "
-          "catalog, bursts as one event, the same code on most GPUs at once = the workload, a repeat on one GPU = "
+          "catalog, bursts as one event, an application code on most GPUs at once = the workload, a repeat on one GPU = "
           "hardware, the same hardware code after a reboot = service), and remapped rows pending/failed", shadow=True)
 def _check_gpu_xid(ctx):
     _check_gpu_faults(ctx, "gpu.xid")

@@ -5,8 +5,10 @@
 
 - a burst (the same code on the same GPU within ``burst_s``) is one event with a ``repeats`` count;
 - the same code on more than ``workload_fraction`` of the node's GPUs within ``workload_window_s`` is
-  the workload: reported, never drained (a GPU fallen off the bus and a fabric-wide NVLink fault are
-  never read as the workload);
+  the workload: reported, never drained. Only a code the catalog calls the workload's (action
+  check_workload or none, class not memory, NVLink, bus or thermal/power) can be: a double-bit error,
+  a GPU fallen off the bus, an NVLink or thermal fault on most GPUs at once is the node's hardware
+  (power, cooling, fabric), and a driver's reset code is the driver's;
 - per GPU and code the state keeps counts since boot, the recent event times and the boots it was
   seen in (boot id); a code reaching its count within its window calls for its action; an
   application code repeating on one GPU is read as hardware (its action becomes ``reset_gpu``);
@@ -36,9 +38,9 @@ DEFAULTS = {
     "max_gpus_kept": 64,
 }
 HARDWARE_CLASSES = ("memory", "nvlink", "bus", "thermal_power")
-# never read as the workload, however many GPUs show them at once: a GPU off the bus (power, slot,
-# riser) and a fabric-wide NVLink fault (NVSwitch, cabling) are the node's hardware
-WORKLOAD_NEVER = ("bus", "nvlink")
+# the only actions a code read as the workload can have: a code that calls for a reset, reboot or
+# service is never the workload's, however many GPUs show it at once
+WORKLOAD_ACTIONS = ("none", "check_workload")
 DRAIN_ACTIONS = ("reset_gpu", "reboot", "service")
 MAX_EVENTS_REPORTED = 200
 
@@ -111,7 +113,9 @@ def mark_workload(events, n_gpus, window_s, fraction):
         by_code.setdefault(code_key(event), []).append(event)
     need = max(2, int(math.floor(fraction * n_gpus)) + 1) if n_gpus else 2
     for key, group in by_code.items():
-        if group[0]["class"] in WORKLOAD_NEVER or group[0]["kind"] == "sxid" or group[0].get("recovery"):
+        first = group[0]
+        if first["class"] in HARDWARE_CLASSES or first["action"] not in WORKLOAD_ACTIONS or first["kind"] == "sxid" \
+                or first.get("recovery"):
             continue
         for event in group:
             t = _time(event)

@@ -85,6 +85,17 @@ def test_a_hardware_code_on_one_gpu_is_not_the_workload():
     assert (gpu["action"], gpu["index"], gpu["uuid"]) == ("reset_gpu", 3, "GPU-3")
 
 
+def test_a_hardware_code_on_most_gpus_at_once_is_not_the_workload():
+    """The real Xid 48 (double-bit ECC error, gpu-operator issue 1146) on 6 of 8 GPUs within a second: the
+    node's hardware (power, cooling), not a job's bug - every GPU named, none read as the workload. An
+    application code on the same GPUs at once (the H200's real Xid 31) still is the workload."""
+    verdict, dummy = Judge().judge(events([on_bus(XID48, b) for b in EIGHT[:6]], step=0.1), now=1001.0, boot="boot-a", gpus=GPUS)
+    assert verdict["workload"] == [] and verdict["rules"] == ["gpu.xid"]
+    assert sorted(verdict["gpus"]) == sorted(EIGHT[:6]) and all(g["action"] == "reset_gpu" for g in verdict["gpus"].values())
+    verdict, dummy = Judge().judge(events([on_bus(H200_XID31, b) for b in EIGHT[:6]], step=0.1), now=1001.0, boot="boot-a", gpus=GPUS)
+    assert verdict["workload"] == ["xid:31"] and verdict["rules"] == []
+
+
 def test_the_same_hardware_code_after_a_reboot_escalates():
     """The real Xid 48 line in boot A, then again after a reboot (boot B): service required."""
     judge = Judge()
