@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.dlrack.node.plugins.module_utils.hw.gpu.stack import smi_xml_root
 from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import ParseError, normalize_pci_bus_id
+from ansible_collections.dlrack.node.plugins.module_utils.hw.parsers import dmidecode as dmi_parser
 
 MAX_PSUS = 64
 XML_LIMIT = 8 << 20
@@ -36,35 +37,24 @@ def _watts(text):
 
 
 def parse_psus(text):
-    """The System Power Supply records of a dmidecode output (see the module docstring)."""
-    out, cur = [], None
-    for line in (text or "").splitlines():
-        if not line.strip():
-            cur = None
+    """The System Power Supply records (SMBIOS type 39) of a dmidecode output, read by the collection's
+    dmidecode parser (hw/parsers/dmidecode.py; see the module docstring). [] for text without them."""
+    try:
+        records = dmi_parser.parse_dmidecode(text)["records"] if isinstance(text, str) else []
+    except ParseError:
+        return []
+    out = []
+    for rec in records:
+        if rec["type"] != 39 or len(out) >= MAX_PSUS:
             continue
-        if not line[0].isspace():
-            cur = None
-            if line.strip() == "System Power Supply" and len(out) < MAX_PSUS:
-                cur = {"name": None, "location": None, "capacity_w": None, "capacity_text": None,
-                       "status": None, "present": None}
-                out.append(cur)
-            continue
-        if cur is None:
-            continue
-        key, sep, value = line.strip().partition(":")
-        if not sep:
-            continue
-        value = value.strip()
-        if key == "Name":
-            cur["name"] = value[:120] or None
-        elif key == "Location":
-            cur["location"] = value[:120] or None
-        elif key == "Max Power Capacity":
-            cur["capacity_text"] = value[:40]
-            cur["capacity_w"] = _watts(value)
-        elif key == "Status":
-            cur["status"] = value[:60]
-            cur["present"] = value.lower().startswith("present")
+        props = dict((k, v) for k, v in rec["props"].items() if isinstance(v, str))
+        capacity = props.get("Max Power Capacity")
+        status = props.get("Status")
+        out.append({"name": props.get("Name", "")[:120] or None, "location": props.get("Location", "")[:120] or None,
+                    "capacity_w": _watts(capacity) if capacity is not None else None,
+                    "capacity_text": capacity[:40] if capacity is not None else None,
+                    "status": status[:60] if status is not None else None,
+                    "present": status.lower().startswith("present") if status is not None else None})
     return out
 
 
