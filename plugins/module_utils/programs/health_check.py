@@ -748,6 +748,8 @@ def main(argv=None):
         head = ("FAIL " + ",".join(enforced)) if enforced else "PASS"
         if shadowed:
             head += " (would drain, shadow mode: %s)" % ",".join(shadowed)
+        if verdict.get("unknown"):      # a PASS that judged less than it should says so on its own line
+            head += " (not judged: %s)" % ("every check" if "*" in verdict["unknown"] else ",".join(verdict["unknown"]))
         sys.stdout.write("dlrack-health-check: %s%s\n" % (head, ("; " + line) if line else ""))
         for note in verdict["notes"]:
             sys.stdout.write("  %s\n" % note)

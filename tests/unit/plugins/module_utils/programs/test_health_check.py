@@ -274,6 +274,17 @@ def test_a_check_that_errors_never_drains(tmp_path, host, monkeypatch):
     assert v["rules"] == [] and v["unknown"] == ["*"] and "could not run" in v["notes"][0]
 
 
+def test_a_pass_that_judged_less_says_so_in_its_first_line(tmp_path, host, capsys):
+    """slurmd's log and an operator read the first line: a PASS without the GPU and ECC checks
+    (no accepted state, no collector textfile) names what was not judged there, not only below."""
+    conf = _conf(tmp_path, host)
+    cfg = tmp_path / "hc.json"
+    cfg.write_text(json.dumps(dict((k, conf[k]) for k in ("root", "state_file", "textfile", "history_file"))))
+    assert hc.main(["--config", str(cfg), "--dry-run"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "dlrack-health-check: PASS (not judged: gpu.ecc_errors,gpu.pcie_link,gpu.present,memory.ecc_errors)", first
+
+
 def test_an_unreadable_pci_bus_is_not_a_gpu_gone(tmp_path, host):
     """/sys/bus/pci/devices that cannot be read (here: not there under the root) judges no GPU:
     the accepted GPU is not "gone", nothing drains, and the return validation does not pass."""
