@@ -13,7 +13,9 @@ nodes measure at once. Scratch files are therefore never created by a fixed name
   replaced by a link in a non-sticky tier still takes the writes into the run's own directory,
   never outside the tier. Files inside are created with ``O_CREAT | O_EXCL | O_NOFOLLOW``.
 * the directory holds a marker, ``owner.json``: host name, pid, the process's start time (clock
-  ticks since boot, /proc/<pid>/stat field 22) and the boot id (/proc/sys/kernel/random/boot_id).
+  ticks since boot, /proc/<pid>/stat field 22), the boot id (/proc/sys/kernel/random/boot_id) and
+  the PID namespace (/proc/self/ns/pid: two containers of one node can share its host name - a
+  Kubernetes pod with hostNetwork - but not their pids).
 * a run removes its own directory through its descriptor, and of the sets it finds left behind
   only the provably dead ones: this host's with another boot id, or with a pid that no longer runs
   that process; another host's (a shared tier) only when its marker is older than ``STALE_S``,
@@ -73,10 +75,18 @@ def process_start(pid, proc="/proc"):
         return None
 
 
+def pid_namespace(path="/proc/self/ns/pid"):
+    """This process's PID namespace ("pid:[4026531836]"), or None where /proc does not say."""
+    try:
+        return os.readlink(path)[:64] or None
+    except (OSError, ValueError):
+        return None
+
+
 def identity():
     """This run's owner marker."""
     pid = os.getpid()
-    return {"host": socket.gethostname(), "pid": pid, "start": process_start(pid), "boot_id": boot_id(),
+    return {"host": socket.gethostname(), "pid": pid, "start": process_start(pid), "boot_id": boot_id(), "pid_ns": pid_namespace(),
             "created": round(time.time(), 3)}
 
 
@@ -93,6 +103,8 @@ def is_live(marker, me=None, now=None, proc="/proc"):
         return not old                       # another node's run (a shared tier): its age only
     if marker.get("boot_id") != me.get("boot_id"):
         return False                         # this node rebooted since: that run is gone
+    if marker.get("pid_ns") and me.get("pid_ns") and marker.get("pid_ns") != me.get("pid_ns"):
+        return not old                       # another container of this node: its pid means nothing here
     pid = marker.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False

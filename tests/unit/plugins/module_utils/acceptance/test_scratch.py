@@ -117,3 +117,21 @@ def test_a_file_system_that_forces_open_modes_is_named_not_called_a_swap(tmp_pat
         scratch.ScratchDir(str(tmp_path), ".x-").create()
     assert "makes a new directory writable by others" in str(err.value) and "mode 0777" in str(err.value)
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_another_container_of_this_node_is_judged_by_age_not_by_a_pid_of_ours():
+    """Two pods with hostNetwork on one node share its host name and boot id but not their pids:
+    a pid in the other pod's marker says nothing about a process here (it was taken for ended, and
+    the live run's set removed)."""
+    me = scratch.identity()
+    assert me["pid_ns"] and me["pid_ns"].startswith("pid:[")
+    now = time.time()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    other_pod = dict(me, pid=dead.pid, pid_ns="pid:[4026532999]")
+    assert scratch.is_live(other_pod, me, now)
+    assert not scratch.is_live(dict(other_pod, created=now - scratch.STALE_S - 1), me, now)
+    assert not scratch.is_live(dict(me, pid=dead.pid), me, now)                      # this namespace: ended
+    legacy = dict(me, pid=dead.pid)
+    legacy.pop("pid_ns")                                                            # a marker without it: as before
+    assert not scratch.is_live(legacy, me, now)
