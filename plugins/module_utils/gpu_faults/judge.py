@@ -26,7 +26,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.catalog import ACTIONS, Catalog, action_rank
+from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults.catalog import ACTIONS, FAMILIES, Catalog, action_rank
 
 DEFAULTS = {
     "burst_s": 10,
@@ -256,8 +256,8 @@ def _clean_state(state):
             continue
         good = {}
         for key, c in codes.items():
-            if not isinstance(c, dict):
-                continue
+            if not isinstance(c, dict) or str(key).partition(":")[0] not in FAMILIES or ":" not in str(key):
+                continue                    # not FAMILY:CODE (a hand-edited or foreign state file)
             times = [t for t in c.get("times", []) if isinstance(t, list) and len(t) == 2
                      and (t[0] is None or isinstance(t[0], (int, float))) and isinstance(t[1], str)]
             good[str(key)] = {"since_boot": {str(k): v for k, v in (c.get("since_boot") or {}).items() if isinstance(v, int)},

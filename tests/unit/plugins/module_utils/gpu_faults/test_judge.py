@@ -161,7 +161,8 @@ def test_override_count_and_window():
 
 
 def test_corrupt_state_is_a_fresh_start():
-    for bad in (None, [], {"schema": 2}, {"schema": 1, "gpus": {"x": {"xid:1": {"times": [["a", 1], 5]}}}}):
+    for bad in (None, [], {"schema": 2}, {"schema": 1, "gpus": {"x": {"xid:1": {"times": [["a", 1], 5]}}}},
+                {"schema": 1, "gpus": {"0000:07:00.0": {"48": {"times": [[1000.5, "boot-a"]], "since_boot": {"boot-a": 1}}}}}):
         verdict, state = Judge().judge(events([XID48]), state=bad, now=1001.0, boot="boot-a")
         assert verdict["rules"] == ["gpu.xid"] and state["schema"] == 1
 
