@@ -155,7 +155,8 @@ def read_kmsg(path="/dev/kmsg", last_seq=None, last_boot=None, current_boot=None
                     continue
                 if exc.errno == errno.EINVAL:
                     return
-                raise
+                notes.append("kernel log: reading %s failed (%s); the rest is read next time" % (escape(path, 200), exc.strerror or exc))
+                return
             if not data:
                 return
             total[0] += len(data)

@@ -178,3 +178,10 @@ def test_state_files_are_written_atomically_and_never_through_a_link(tmp_path):
     assert gather.read_counter_state(counters)["gpus"] == {"0000:00:06.0": {"pcie_replays": 0}}
     os.mkfifo(str(tmp_path / "fifo"))
     assert load_state(str(tmp_path / "fifo")) is None   # a FIFO does not block the check
+
+
+def test_kmsg_read_error_is_a_note_not_a_traceback(tmp_path):
+    """An error of read() other than 'no more records' / 'overwritten' (here EISDIR: gpu_faults.kmsg set to a
+    directory) is one note; the health check and the ECC collector still give their verdicts."""
+    events, pos, notes = readers.read_kmsg(str(tmp_path), current_boot="b")
+    assert events == [] and "failed (Is a directory)" in notes[0]
