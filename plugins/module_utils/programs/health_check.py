@@ -56,7 +56,7 @@ except ImportError:
         sys.stderr.write("dlrack-health-check: --kernel-log needs module_utils/gpu_faults (re-run roles/scheduler)\n")
         return 2
 from ansible_collections.dlrack.node.plugins.module_utils.scheduler.slurm import (
-    NAME_RE, Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason)
+    NAME_RE, Scontrol, SlurmError, decide, format_reason, needs_service, new_health_run_id, parse_reason, skip_reason)
 
 DEFAULT_CONFIG = "/etc/dlrack/health-check.json"
 DEFAULTS = {
@@ -636,6 +636,8 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
         if guard.is_ours(current["reason"]):
             return "%s: drained by a dlrack run (%s): that run lifts it" % (node, current["reason"])
         return "%s: drained by someone else: left alone" % node
+    if skip_reason(current):        # down, powering, a reboot pending...: as the Ansible act, judged when it is back
+        return "%s: %s" % (node, skip_reason(current))
     if needs_service(current["reason"]):
         return "%s: drained as service.required (%s): a person resumes it after service" % (node, current["reason"])
     if undecided:

@@ -131,6 +131,21 @@ def test_drains_and_resumes_its_own_node_only(tmp_path, host):
         fake(["scontrol", "update", "NodeName=slurm01", "State=RESUME"])
 
 
+@pytest.mark.parametrize("state", ["DOWN+DRAIN", "IDLE+DRAIN+REBOOT_REQUESTED", "IDLE+DRAIN+POWERING_DOWN"])
+def test_its_own_drain_is_not_resumed_while_the_node_is_down_or_rebooting(tmp_path, host, state):
+    """A drain of its own on a node slurmctld holds down, or with a reboot or power-down pending, is
+    left as it is (the Ansible act skips these states too: slurm.skip_reason); resumed once back."""
+    conf = _conf(tmp_path, host, fail_runs=1, pass_runs=1)
+    fake = _fake_idle()
+    sc = slurm.Scontrol(runner=fake)
+    assert "drained" in _act(conf, sc, ["memory.ecc_errors"])["line"]
+    fake.lines["slurm01"] = fake.lines["slurm01"].replace("State=IDLE+DRAIN", "State=" + state)
+    line = _act(conf, sc, [])["line"]
+    assert "judged again when it is" in line and slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["drained"], line
+    fake.lines["slurm01"] = fake.lines["slurm01"].replace("State=" + state, "State=IDLE+DRAIN")
+    assert "resumed" in _act(conf, sc, [])["line"]
+
+
 def test_runtime_as_slurmd_runs_it(tmp_path, host):
     """The whole program in a fresh interpreter, as HealthCheckProgram starts it, on the h200-vm
     tree with a textfile from the real collector: the judgement alone (--dry-run) and with the
