@@ -108,14 +108,23 @@ def known_names(root=ROOT):
     return _CACHE[root]
 
 
+def families():
+    """Names the collection makes up at run time, so no file spells them: the pre-flight's
+    per-slice artifact ``dlrack_preflight_slice_<16 hex>`` (report_merge.slice_key), which an AWX
+    workflow hands every later job node as an extra variable."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import SLICE_PREFIX
+    return (re.compile("^%s[0-9a-f]{16}$" % re.escape(SLICE_PREFIX)),)
+
+
 def unknown_variables(names, known=None, pre=None):
     """[(name, closest known name or None)] for every name of ``names`` with one of the
     collection's prefixes that the collection does not know, sorted."""
     known = known_names() if known is None else known
     pre = prefixes() if pre is None else pre
+    made_up = families()
     out = []
     for name in sorted(set(n for n in names if isinstance(n, str))):
-        if not name.startswith(pre) or name in known or not NAME_RE.match(name):
+        if not name.startswith(pre) or name in known or not NAME_RE.match(name) or any(f.match(name) for f in made_up):
             continue
         same_prefix = [k for k in known if k.startswith(tuple(p for p in pre if name.startswith(p)))]
         close = difflib.get_close_matches(name, same_prefix or known, n=1, cutoff=0.6)

@@ -56,3 +56,13 @@ def test_the_example_inventory_sets_no_unknown_name():
                     names.update(k for k in item if isinstance(k, str))
                     stack.extend(item.values())
     assert "dlrack_hw" in names and known_vars.unknown_variables(names) == []
+
+
+def test_the_preflights_own_slice_artifacts_are_known():
+    """An AWX workflow hands the pre-flight's artifacts to every later job node as extra variables:
+    dlrack_preflight_slice_<16 hex> (one per slice) is the collection's own, never a misspelling;
+    a name that only looks like one is still named."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils.report_merge import slice_artifact
+    key = slice_artifact(["gpu-a01", "gpu-a02"], {"gpu-a01": "pass", "gpu-a02": "fail"}, ["gpu-a02"], "error")[0]
+    assert known_vars.unknown_variables([key, "dlrack_preflight_failed_hosts", "dlrack_preflight_slice_xyz"]) == [
+        ("dlrack_preflight_slice_xyz", "dlrack_preflight_slice")]
