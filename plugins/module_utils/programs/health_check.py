@@ -532,6 +532,8 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None, deadline=None)
     history, note = guard.load_history(conf["history_file"])
     out = {"rc": RC_UNHEALTHY if enforced else RC_HEALTHY, "events": [], "enforced": enforced, "shadowed": shadowed,
            "fleet": None, "notes": [note] if note else []}
+    if guard.new_boot(history, read_text(_under(conf["root"], "/proc/sys/kernel/random/boot_id"), limit=64)):
+        out["notes"].append("a new boot since the last run: the failing and passing runs are counted again")
 
     def event(kind, rules=(), reason=None, why=None, **more):
         guard.count(history, kind)

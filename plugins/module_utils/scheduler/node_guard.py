@@ -8,7 +8,10 @@
   (defaults 2 and 2). A run that cannot judge the rules a drain was for is neither a pass nor a
   failure. Drained ``service_drains`` times within ``service_window_s`` (default 3 in 7 days), the
   node's drain names ``service.required``: no automatic path lifts it (scheduler/slurm.py).
-  The history is a root-owned JSON file (mode 0600) kept between runs.
+  The history is a root-owned JSON file (mode 0600) kept between runs. A new boot (the kernel's
+  boot_id) starts the streaks again - the runs while a node shuts down and comes up (the hot tier
+  unmounted, the collector not yet run) are no streak with the runs before - and keeps the drain
+  history, so the service breaker counts across reboots.
 - **the fleet cap** (``fleet``, ``cap_limit``, ``give_back``): before draining itself the node counts,
   with ONE bounded ``scontrol show node -o``, the nodes of its partitions held by dlrack (an Ansible
   run's drains and the node programs', both grammars); beyond the cap (``cap_max_nodes`` and
@@ -96,7 +99,7 @@ def check_guard(conf):
 
 def _fresh():
     return {"schema": 1, "fail_streak": 0, "pass_streak": 0, "fault_since": None, "drains": [],
-            "counters": {}, "last": {}}
+            "counters": {}, "last": {}, "boot_id": None}
 
 
 def load_history(path):
@@ -116,6 +119,8 @@ def load_history(path):
             out[key] = doc[key]
     if isinstance(doc.get("fault_since"), (int, float)):
         out["fault_since"] = doc["fault_since"]
+    if isinstance(doc.get("boot_id"), str):
+        out["boot_id"] = doc["boot_id"][:64]
     out["drains"] = [t for t in out["drains"] if isinstance(t, (int, float))][-64:]
     return out, None
 
@@ -125,6 +130,18 @@ def save_history(path, doc):
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     write_atomic(path, json.dumps(doc, sort_keys=True) + "\n", mode=0o600)
+
+
+def new_boot(history, boot_id):
+    """True when ``boot_id`` (None: unknown) is not the boot of the last run: the streaks start
+    again (the drain history stays)."""
+    if not boot_id or history.get("boot_id") == boot_id:
+        return False
+    known = history.get("boot_id") is not None
+    history["boot_id"] = boot_id
+    if known:
+        history.update(fail_streak=0, pass_streak=0, fault_since=None)
+    return known
 
 
 def step(history, failing, undecided, now):

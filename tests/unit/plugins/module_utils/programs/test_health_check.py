@@ -338,6 +338,32 @@ def test_flap_damping_drain_after_n_resume_after_m(tmp_path, host):
     assert "drained" in _act(conf, sc, ["gpu.present"], now=T0 + 600)["line"] and state()
 
 
+def test_a_reboot_starts_the_streaks_again_and_keeps_the_drain_history(tmp_path):
+    """A run failing while the node shuts down (the hot tier unmounted) and one failing while it
+    comes up are no two consecutive failing runs: the kernel's boot_id changed between them. The
+    drains of the service breaker are counted across the reboot."""
+    root = tmp_path / "root"
+    (root / "proc/sys/kernel/random").mkdir(parents=True)
+
+    def boot(boot_id):
+        (root / "proc/sys/kernel/random/boot_id").write_text(boot_id + "\n")
+    conf = _conf(tmp_path, str(root), service_drains=2)
+    fake = _fake_idle()
+    sc = slurm.Scontrol(runner=fake)
+    boot("0b0e6a5c-3f7a-4c55-9d0e-5a3c1a9f0001")
+    assert "failing run 1 of 2" in _act(conf, sc, ["storage.hot_tier_mounted"], now=T0)["line"]
+    boot("0b0e6a5c-3f7a-4c55-9d0e-5a3c1a9f0002")
+    out = _act(conf, sc, ["storage.hot_tier_mounted"], now=T0 + 300)
+    assert "failing run 1 of 2" in out["line"] and "a new boot" in out["notes"][0], out
+    assert "drained" in _act(conf, sc, ["storage.hot_tier_mounted"], now=T0 + 600)["line"]
+    assert "passing run 1 of 2" in _act(conf, sc, [], now=T0 + 900)["line"]
+    assert "resumed" in _act(conf, sc, [], now=T0 + 1200)["line"]
+    boot("0b0e6a5c-3f7a-4c55-9d0e-5a3c1a9f0003")
+    _act(conf, sc, ["storage.hot_tier_mounted"], now=T0 + 1500)
+    line = _act(conf, sc, ["storage.hot_tier_mounted"], now=T0 + 1800)["line"]
+    assert "service.required" in line, line      # the second drain in the window, across the reboot
+
+
 def test_service_required_after_k_drains_in_the_window(tmp_path, host):
     conf = _conf(tmp_path, host, fail_runs=1, pass_runs=1)
     fake = _fake_idle()
