@@ -30,7 +30,8 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 
 MAX_VALUE = 128          # characters of one version string
 MAX_GPUS = 128           # GPU entries read from one tool's output
-MAX_LIB_ENTRIES = 4096   # directory entries looked at per library directory
+MAX_LIB_ENTRIES = 65536  # directory entries looked at per library directory (sorted by name: with a
+                         # bound of a few thousand, a full /usr/lib/x86_64-linux-gnu cut off libnccl)
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
             "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
             "/usr/local/cuda/targets/sbsa-linux/lib", "/opt/rocm/lib")
@@ -143,10 +144,11 @@ def library_version(names, stem):
 # ------------------------------------------------------------------------------------- readers
 
 def _libraries(rd, stems):
-    """{stem: version} from the library directories (listing at most MAX_LIB_ENTRIES names each)."""
+    """{stem: version} from the library directories (listing at most MAX_LIB_ENTRIES names each; only
+    the names that start with a stem are kept)."""
     names = []
     for d in LIB_DIRS:
-        names.extend(rd.listdir(rd.path(d))[:MAX_LIB_ENTRIES])
+        names.extend(n for n in rd.listdir(rd.path(d))[:MAX_LIB_ENTRIES] if n.startswith(tuple(stems)))
     return dict((stem, library_version(names, stem)) for stem in stems)
 
 

@@ -224,3 +224,17 @@ def test_the_version_commands_share_one_budget(tmp_path):
     assert ran == ["ethtool", "ethtool"]          # 0 s and 20 s: started; 40 s: past the 30 s budget
     assert [n["firmware"] for n in got if n["kind"] == "ethernet"] == ["0.5-4", "0.5-4", None, None, None, None]
     assert errors == ["versions: ethtool not run: the 30 s budget of the version commands was spent"]
+
+
+def test_nccl_is_found_in_a_library_directory_of_thousands(tmp_path):
+    """NCCL and DCGM come from the library file names. In a library directory of more than 4096 entries
+    whose names sort before 'libnccl' the reader looked at only the first 4096 names (sorted) and said
+    'not installed'; it now keeps the names that start with a library's stem."""
+    lib = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"
+    lib.mkdir(parents=True)
+    for i in range(4200):
+        (lib / ("liba%04d.so.1" % i)).write_text(u"")
+    for name in ("libnccl.so", "libnccl.so.2", "libnccl.so.2.21.5", "libdcgm.so.4.2.3"):
+        (lib / name).write_text(u"")
+    got = stack.nvidia_stack(SysReader(str(tmp_path), []), lambda argv: (127, "", ""), {}, lambda name: None, [])
+    assert got["nccl"] == "2.21.5" and got["dcgm"] == "4.2.3"
