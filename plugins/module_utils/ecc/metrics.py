@@ -350,15 +350,16 @@ def gpu_fault_verdict(conf):
     return verdict
 
 
-def gpu_fault_counters(xml_text, state_path=None, now=None):
-    """The counters beside the log from the collector's nvidia-smi -q -x, rated against its previous read
-    (kept in ``state_path``, which the gatherer reads too); None when gpu_faults is not installed."""
+def gpu_fault_counters(xml_text, state_path=None, now=None, nvlink_text=None):
+    """The counters beside the log from the collector's nvidia-smi -q -x (and ``nvidia-smi nvlink -e``), rated
+    against its previous read (kept in ``state_path``, which the gatherer reads too); None when gpu_faults is
+    not installed."""
     try:
         from ansible_collections.dlrack.node.plugins.module_utils.gpu_faults import gather as fault_gather
     except ImportError:
         return None
     prev = fault_gather.read_counter_state(state_path) if state_path else None
-    counters = fault_gather.counters_section(xml_text, prev, now=now)
+    counters = fault_gather.counters_section(xml_text, prev, now=now, nvlink_text=nvlink_text)
     counters["previous"] = (prev or {}).get("gpus") or {}
     if state_path:
         try:
@@ -474,7 +475,10 @@ def collect(root="/", nvidia_smi=None, nvidia_smi_xml=None, budget_24h=DEFAULT_B
     if faults is not None:
         _report_errors([n for n in faults.get("notes", []) if "cannot" in n or "needs root" in n or "limit" in n])
         if xml_text and up:
-            faults["counters"] = gpu_fault_counters(xml_text, gpu_faults.get("counters_state"), now=now)
+            live = nvidia_smi and not nvidia_smi_xml        # the NVLink counters of the GPUs just read, never beside a saved XML
+            nvlink = run_bounded([nvidia_smi, "nvlink", "-e"], timeout=60, output_limit=NVIDIA_SMI_OUTPUT_LIMIT) if live else None
+            faults["counters"] = gpu_fault_counters(xml_text, gpu_faults.get("counters_state"), now=now,
+                                                    nvlink_text=nvlink.stdout if nvlink and nvlink.rc == 0 and not nvlink.problem else None)
     return render_metrics(edac=edac, gpus=gpus, gpu_up=up, detection=detection,
                           uptime_s=read_uptime(root), budget_24h=budget_24h, now=now,
                           duration_s=time.time() - started, amd_gpus=amd_gpus, amd_up=amd_up,

@@ -117,6 +117,21 @@ def nvlink_errors(text):
     return out
 
 
+def attach_nvlink(cur, nvlink):
+    """Puts nvlink_errors' counters (by nvidia-smi's GPU index) on the GPUs of counters_from_xml (by bus id), as
+    ``"nvlink": {replay, recovery, crc}``: by UUID where ``nvlink -e`` prints it, else by position (both list the
+    GPUs in nvidia-smi's index order). Returns ``cur``."""
+    by_uuid = dict((str(c.get("uuid")).lower(), bus) for bus, c in cur.items() if c.get("uuid"))
+    order = list(cur)
+    for index, errs in sorted(nvlink.items()):
+        bus = by_uuid.get(str(errs.get("uuid")).lower()) if errs.get("uuid") else None
+        if bus is None and 0 <= index < len(order):
+            bus = order[index]
+        if bus is not None:
+            cur[bus]["nvlink"] = dict((key, errs[key]) for key in ("replay", "recovery", "crc"))
+    return cur
+
+
 def rate_per_hour(prev, cur, seconds):
     """Growth per hour between two reads; a counter that went down was reset (read from zero)."""
     if cur is None or prev is None or not seconds or seconds <= 0:

@@ -6,7 +6,7 @@
 The kernel log of the current boot is judged without a saved position and without writing state (a
 gather never changes the node): the judgement the node's health check keeps over time is its own.
 The counters come from the ``nvidia-smi -q -x`` the gatherer already ran (the same argv: its runner
-answers from memory), rated against the ECC collector's previous read when it left one
+answers from memory) and ``nvidia-smi nvlink -e``, rated against the ECC collector's previous read when it left one
 (``COUNTERS_STATE``). Only for the live system (root ``/``): a captured tree carries no kernel log.
 """
 from __future__ import absolute_import, division, print_function
@@ -40,10 +40,13 @@ def write_counter_state(path, gpus, now=None):
     write_atomic(path, json.dumps({"schema": 1, "time": now if now is not None else time.time(), "gpus": gpus}, sort_keys=True))
 
 
-def counters_section(xml_text, prev_state=None, now=None):
-    """{"gpus": {bus: counters}, "rates": judged rates and fault notes} from one nvidia-smi -q -x read."""
+def counters_section(xml_text, prev_state=None, now=None, nvlink_text=None):
+    """{"gpus": {bus: counters}, "rates": judged rates and fault notes} from one nvidia-smi -q -x read and,
+    where given, one ``nvidia-smi nvlink -e`` read (NVLink CRC/replay/recovery counters, rated like the rest)."""
     now = now if now is not None else time.time()
     cur = fault_counters.counters_from_xml(xml_text)
+    if nvlink_text:
+        fault_counters.attach_nvlink(cur, fault_counters.nvlink_errors(nvlink_text))
     prev = (prev_state or {}).get("gpus") or {}
     seconds = now - prev_state["time"] if prev_state and isinstance(prev_state.get("time"), (int, float)) else None
     verdict = fault_counters.judge_counters(prev, cur, seconds)
@@ -64,8 +67,9 @@ def gather_faults(root, run, nvidia_smi, errors, gpus=None, conf=None):
     if nvidia_smi:
         res = run([nvidia_smi, "-q", "-x"])
         if res[0] == 0 and res[1]:
+            nvlink = run([nvidia_smi, "nvlink", "-e"])
             try:
-                doc["counters"] = counters_section(res[1], read_counter_state())
+                doc["counters"] = counters_section(res[1], read_counter_state(), nvlink_text=nvlink[1] if nvlink[0] == 0 else None)
             except Exception as exc:  # a malformed XML is the GPU section's error to report; note it here
                 errors.append("gpu_faults: nvidia-smi -q -x counters unreadable (%s)" % type(exc).__name__)
         lost = lost_nvidia_gpus(gpus, doc["counters"], res)

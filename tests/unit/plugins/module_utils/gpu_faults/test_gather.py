@@ -36,6 +36,22 @@ def test_counters_section_and_state(tmp_path):
     assert gather.read_counter_state(str(tmp_path / "missing")) is None
 
 
+def test_nvlink_counters_rated_between_two_reads(tmp_path):
+    """The H200's real XML with a GB300's real nvidia-smi nvlink -e (srt-slurm PR 307: GPU 0, no UUID printed, so
+    matched by index), then the same pair an hour later with the CRC count of link 0 at 12 (the changed figure):
+    the counters reach judge_counters and gpu.nvlink_errors, and the state keeps them for the next read."""
+    with open(os.path.join(XID, "srt-slurm-307-nvlink-e.txt")) as handle:
+        nvlink = handle.read()
+    first = gather.counters_section(xml(), None, now=1000.0, nvlink_text=nvlink)
+    assert first["gpus"]["0000:00:06.0"]["nvlink"] == {"replay": 0, "recovery": 0, "crc": 0} and first["rules"] == []
+    path = str(tmp_path / "c.json")
+    gather.write_counter_state(path, first["gpus"], now=1000.0)
+    grown = nvlink.replace("Link 0: CRC Errors: 0", "Link 0: CRC Errors: 12")
+    second = gather.counters_section(xml(), gather.read_counter_state(path), now=4600.0, nvlink_text=grown)
+    assert second["rules"] == ["gpu.nvlink_errors"] and second["by_gpu"] == {"0000:00:06.0": ["gpu.nvlink_errors"]}
+    assert any("NVLink crc errors at 12.0/h" in n for n in second["notes"])
+
+
 def test_not_for_a_captured_tree():
     assert gather.gather_faults("/some/tree", None, None, []) is None
 
@@ -49,8 +65,8 @@ def test_gather_faults_document_validates(tmp_path):
                                    start_realtime_us=int((time.time() - 3600) * 1e6))
 
     def run(argv):
-        assert argv[1:] == ["-q", "-x"]
-        return (0, xml(), "")
+        assert argv[1:] in (["-q", "-x"], ["nvlink", "-e"])
+        return (0, xml(), "") if argv[1] == "-q" else (0, "", "")      # the H200 VM has no NVLink: nothing printed
 
     errors = []
     doc = gather.gather_faults("/", run, "nvidia-smi", errors, conf={"source": "journal", "journal_file": jf})
