@@ -296,12 +296,14 @@ def _norm_mount(path):
 
 def mount_points(root):
     """The mount points of this mount namespace, unescaped; a bind mount is listed under its own
-    mount point like any other (its root field is not '/'). None when neither file can be read."""
-    text = read_text(_under(root, "/proc/self/mountinfo"), limit=TEXTFILE_LIMIT)
+    mount point like any other (its root field is not '/'). None when neither file can be read, or
+    the table is longer than TEXTFILE_LIMIT (cut short, a mount point in its tail would be "not
+    mounted")."""
+    text = read_text(_under(root, "/proc/self/mountinfo"), limit=TEXTFILE_LIMIT + 1)
     index = 4
     if text is None:
-        text, index = read_text(_under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT), 1
-    if text is None:
+        text, index = read_text(_under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT + 1), 1
+    if text is None or len(text) > TEXTFILE_LIMIT:
         return None
     return set(_norm_mount(unescape_mount(f[index])) for f in (line.split(" ") for line in text.splitlines()) if len(f) > index)
 
@@ -613,7 +615,15 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline
         history["drains"] = history["drains"][:-1]     # not drained: not counted towards service.required
         raise
     # two nodes deciding at once: count again; over the cap, the newest drains give way
-    fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
+    try:
+        fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
+    except SlurmError as exc:       # not counted: the drain may be over the cap, so it is given back
+        history["drains"] = history["drains"][:-1]
+        out["rc"] = RC_CAP
+        history["last"]["gave_back"] = True
+        _update(sc, node, "resume", None, "given back", event, ())
+        event("gave_back", enforced, reason, "cap: the count after this drain failed (%s): given back" % exc, fleet=out["fleet"])
+        return "%s: drained, then given back: the count after it failed (%s)" % (node, exc)
     out["fleet"]["held_after"] = len(fleet["held"])
     if len(fleet["held"]) > limit and guard.give_back(fleet["held"], node, limit):
         out["rc"] = RC_CAP

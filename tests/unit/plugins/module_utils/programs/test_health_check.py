@@ -209,6 +209,16 @@ def test_hot_tier_not_mounted_and_unreadable(tmp_path):
     assert v["rules"] == [] and "storage.hot_tier_mounted" in v["unknown"]
 
 
+def test_a_mount_table_longer_than_the_read_limit_is_not_judged(tmp_path, monkeypatch):
+    """A mount table cut at the read limit (TEXTFILE_LIMIT; here the real mountinfo against a limit
+    just below its size) would lose '/mnt/tab\\011dir' in its last line: not judged, not "not mounted"."""
+    root = _mount_root(tmp_path)
+    monkeypatch.setattr(hc, "TEXTFILE_LIMIT", os.path.getsize(MOUNTINFO) - 20)
+    assert hc.mounted(root, "/mnt/tab\tdir") is None
+    v = hc.judge(_conf(tmp_path, root, hot_mount="/mnt/tab\tdir"))
+    assert v["rules"] == [] and "storage.hot_tier_mounted" in v["unknown"]
+
+
 def test_accept_without_a_visible_gpu_is_refused(tmp_path, capsys):
     """issue 30.8: no GPU visible -> one sentence, non-zero exit, nothing recorded; --no-gpu says the
     node has none."""

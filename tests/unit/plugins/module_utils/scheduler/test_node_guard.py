@@ -233,3 +233,22 @@ def test_no_drain_without_time_to_count_again(tmp_path, monkeypatch):
     t0 = time.monotonic()
     res = hc._bounded_runner(conf, t0 + 1.5)(["sleep", "20"])
     assert res.timed_out and time.monotonic() - t0 < 5
+
+
+def test_a_drain_whose_count_fails_is_given_back(tmp_path, monkeypatch):
+    """The count after the drain gets no answer from slurmctld (here: the second `show node -o`
+    times out): the drain may be over the cap, so it is given back and the run says why."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+    counts = []
+
+    def runner(argv):
+        if argv[1:] == ["show", "node", "-o"]:
+            counts.append(1)
+            if len(counts) == 2:
+                return (124, "", "scontrol show node -o timed out after 10 s")
+        return fake(argv)
+    out = hc.act(_conf(tmp_path, "n01"), {"rules": ["gpu.present"], "notes": [], "unknown": []},
+                 scontrol=slurm.Scontrol(runner=runner), now=T0)
+    assert out["rc"] == hc.RC_CAP and "the count after it failed" in out["line"] and _held(fake) == [], out
+    assert [e["event"] for e in out["events"]] == ["drain", "gave_back"]
