@@ -10,6 +10,9 @@ waiting for become success" with "sudo: not found" (no sudo at all; captured wit
 password" / "Incorrect sudo password" (ansible/plugins/connection/ssh.py raises these),
 "Timeout (12s) waiting for privilege escalation prompt" (the same file), sudo's own "is not in the
 sudoers file" / "a password is required". explain() keeps that message and adds what to do.
+sudo's "unable to resolve host <name>" is a warning that sudo prints and then runs the command
+(a host name missing from /etc/hosts): a task that failed with it in its message failed for
+another reason.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -19,7 +22,7 @@ import re
 
 _BECOME = re.compile(r"waiting for become success|waiting for privilege escalation prompt|Missing \w+ password|"
                      r"Incorrect \w+ password|is not in the sudoers file|sudo: a (terminal|password) is required|"
-                     r"may not run sudo|sudo: (not found|command not found|Permission denied)|sudo: unable to",
+                     r"may not run sudo|sudo: (not found|command not found|Permission denied)|sudo: unable to (?!resolve host)",
                      re.IGNORECASE)
 
 ADVICE = ("cannot become root with sudo (dlrack_become is true): give the login user sudo rights (add -K when sudo "

@@ -52,3 +52,16 @@ def test_an_unreachable_host_is_not_checked_and_nothing_else():
     assert out["host_status"]["dead-1"] == "fail"
     # a host that was never gathered and declares nothing still gets the schema error: that is its fault
     assert any("empty: dlrack_hw: expected a hardware description, got None" in line for line in out["lines"])
+
+
+def test_sudos_resolve_host_warning_is_not_a_become_failure():
+    """sudo prints "unable to resolve host" when the host name is not in /etc/hosts, then runs the
+    command: a task that failed with that line in its message did not fail to become root, and its
+    message must not be turned into the sudo advice. The sudo line as users report it
+    (github.com/electrocucaracha/openstack-multinode/issues/163, "sudo: unable to resolve host aio:
+    Name or service not known"; ceph/downburst#3: "it doesn't preclude things working"; in a failed
+    command's error: cloudpanel-io/cloudpanel-ce#44); the task message around it is this test's."""
+    msg = ("Task failed: Module failed: hw_facts: dlrack_hw_root /nonexistent is not a directory\n"
+           "sudo: unable to resolve host aio: Name or service not known")
+    assert not become.is_become_error(msg) and become.explain(msg) == msg
+    assert become.is_become_error("sudo: unable to open /etc/sudoers: Permission denied")
