@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dlrack.node.plugins.module_utils.system.command import human_bytes
 from ansible_collections.dlrack.node.plugins.plugin_utils.hwschema import check_hw
 
 LEGEND = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -627,10 +628,10 @@ def check_bar1(ctx):
         if size is None or not mem:
             unknown.append(label)
         elif size < mem * (1 << 20):
-            allows = " (Resizable BAR allows %s)" % _bytes(most) if most and most > size else ""
-            bad.append("%s BAR1 %s for %s VRAM%s" % (label, _bytes(size), _bytes(mem << 20), allows))
+            allows = " (Resizable BAR allows %s)" % human_bytes(most) if most and most > size else ""
+            bad.append("%s BAR1 %s for %s VRAM%s" % (label, human_bytes(size), human_bytes(mem << 20), allows))
         else:
-            ok.append("%s %s" % (label, _bytes(size)))
+            ok.append("%s %s" % (label, human_bytes(size)))
     if bad:
         ctx.report("fail", "; ".join(bad), "BAR1 >= GPU memory",
                    "BAR1 smaller than the GPU's memory on %s: GPUDirect RDMA/P2P can map only that window" % "; ".join(bad),
@@ -642,13 +643,6 @@ def check_bar1(ctx):
                    "gather with hw_facts (sysfs resource files)")
     if ok and not bad and not unknown:
         ctx.report("pass", "; ".join(ok), "BAR1 >= GPU memory", "BAR1 covers the GPU memory on all %d GPUs" % len(ok))
-
-
-def _bytes(num):
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if num >= size:
-            return ("%.0f %s" if num % size == 0 else "%.1f %s") % (float(num) / size, unit)
-    return "%d B" % num
 
 
 IOMMU_MEANING = {
