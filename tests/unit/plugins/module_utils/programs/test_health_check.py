@@ -238,7 +238,8 @@ def test_accept_without_a_visible_gpu_is_refused(tmp_path, capsys):
 @pytest.mark.parametrize("text, key", [
     ('{"timeout_s": "10"}', "timeout_s"), ('{"act": "no"}', "act"), ('{"textfile_max_age_s": "x"}', "textfile_max_age_s"),
     ('{"root": null}', "root"), ('{"return_copy_min_share": 80}', "return_copy_min_share"), ('{"node": "../etc"}', "node"),
-    ('{"hot_mount": ["/mnt/hot"]}', "hot_mount"), ('{"timeout_s": 20}', "timeout_s"), ('{"return_copy_timeout_s": 40}', "return_copy_timeout_s"), ('{"fail_runs": "2"}', "fail_runs"), ('{"timeout_s": 10,', "not JSON"),
+    ('{"hot_mount": ["/mnt/hot"]}', "hot_mount"), ('{"timeout_s": 20}', "timeout_s"),
+    ('{"return_copy_timeout_s": 40}', "return_copy_timeout_s"), ('{"fail_runs": "2"}', "fail_runs"), ('{"timeout_s": 10,', "not JSON"),
     (None, "does not exist")])
 def test_a_malformed_configuration_is_one_sentence_and_never_acts(tmp_path, capsys, monkeypatch, text, key):
     """A setting of the wrong kind (a string where a number or a flag goes, a null path, a share
