@@ -66,7 +66,8 @@ def test_gather_faults_document_validates(tmp_path):
 
     def run(argv):
         assert argv[1:] in (["-q", "-x"], ["nvlink", "-e"])
-        return (0, xml(), "") if argv[1] == "-q" else (0, "", "")      # the H200 VM has no NVLink: nothing printed
+        # nvlink -e: empty, as the H200 VM's nvidia-smi nvlink -s printed nothing (h200-vm/cmd/nvidia-smi-nvlink-s.txt)
+        return (0, xml(), "") if argv[1] == "-q" else (0, "", "")
 
     errors = []
     doc = gather.gather_faults("/", run, "nvidia-smi", errors, conf={"source": "journal", "journal_file": jf})
