@@ -100,7 +100,7 @@ def dedup(events, burst_s):
         last[key] = event
         out.append(event)
     for event in out:
-        event.pop("_last_t", None)
+        event["_end"] = event.pop("_last_t", None)      # the burst's last time (judge: a burst that goes on in the next read)
     return out
 
 
@@ -159,10 +159,15 @@ class Judge:
             t = _time(event)
             if action_rank(event["action"]) > action_rank(cstate.get("action")):
                 cstate["action"] = event["action"]      # the driver's own recovery action (Xid 154) when it says more
+            end = event.get("_end") if event.get("_end") is not None else t
+            last, last_boot = cstate.get("last"), (cstate["times"][-1][1] if cstate["times"] else None)
+            if t is not None and last is not None and last_boot == eboot and 0 <= t - last <= self.conf["burst_s"]:
+                cstate["last"] = end                    # the burst the previous read ended in goes on: still one event
+                continue
             cstate["times"] = (cstate["times"] + [[t, eboot]])[-self.conf["max_events_kept"]:]
             if eboot not in cstate["boots"]:
                 cstate["boots"] = (cstate["boots"] + [eboot])[-self.conf["max_boots_kept"]:]
-            cstate["last"] = t
+            cstate["last"] = end
         if len(state["gpus"]) > self.conf["max_gpus_kept"]:
             for bus in sorted(state["gpus"], key=lambda b: _last_of(state["gpus"][b]))[:len(state["gpus"]) - self.conf["max_gpus_kept"]]:
                 del state["gpus"][bus]

@@ -54,6 +54,19 @@ def test_burst_of_50_identical_xids_is_one_event():
     assert verdict["rules"] == []       # one application fault: the workload's to fix, no drain
 
 
+def test_a_burst_split_between_two_reads_is_still_one_event():
+    """The H200's real Xid 31 line 50 times 0.1 s apart, the health check reading after the 25th: one event in
+    the state (one time kept), 50 counted since boot; the same line a minute later is a new event."""
+    judge = Judge()
+    lines = events([H200_XID31] * 50, step=0.1)
+    dummy, state = judge.judge(lines[:25], now=1002.5, boot="boot-a")
+    dummy, state = judge.judge(lines[25:], state=json.loads(json.dumps(state)), now=1005.0, boot="boot-a")
+    code = state["gpus"]["0000:00:06.0"]["xid:31"]
+    assert len(code["times"]) == 1 and code["since_boot"] == {"boot-a": 50} and abs(code["last"] - 1004.9) < 1e-6
+    dummy, state = judge.judge(events([H200_XID31], ts0=1065.0), state=state, now=1065.0, boot="boot-a")
+    assert len(state["gpus"]["0000:00:06.0"]["xid:31"]["times"]) == 2
+
+
 def test_application_code_repeating_on_one_gpu_is_hardware():
     """The same real line on one GPU, 6 bursts a minute apart (count 5 in an hour for check_workload codes)."""
     verdict, dummy = Judge().judge(events([H200_XID31] * 6, step=60.0), now=1400.0, boot="boot-a", gpus=GPUS)
