@@ -42,7 +42,7 @@ import socket
 import sys
 import time
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_text, write_atomic
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import read_text, under, write_atomic
 import ansible_collections.dlrack.node.plugins.module_utils.scheduler.modes as rule_modes
 import ansible_collections.dlrack.node.plugins.module_utils.scheduler.node_guard as guard
 try:  # issue 29; a node installed before gpu_faults/ shipped judges without GPU fault events
@@ -195,15 +195,11 @@ def settle_config(conf, path=None):
     return conf
 
 
-def _under(root, path):
-    return os.path.join(root, path.lstrip("/"))
-
-
 def find_gpus(root="/"):
     """{pci address: width or None} of the GPUs on the PCI bus (NVIDIA display/3D class, AMD
     display/accelerator class), read from /sys/bus/pci/devices; None when that directory cannot be
     read (the GPUs cannot be judged: not one of them is "gone")."""
-    base = _under(root, "/sys/bus/pci/devices")
+    base = under(root, "/sys/bus/pci/devices")
     try:
         names = os.listdir(base)
     except OSError:
@@ -299,10 +295,10 @@ def mount_points(root):
     mount point like any other (its root field is not '/'). None when neither file can be read, or
     the table is longer than TEXTFILE_LIMIT (cut short, a mount point in its tail would be "not
     mounted")."""
-    text = read_text(_under(root, "/proc/self/mountinfo"), limit=TEXTFILE_LIMIT + 1)
+    text = read_text(under(root, "/proc/self/mountinfo"), limit=TEXTFILE_LIMIT + 1)
     index = 4
     if text is None:
-        text, index = read_text(_under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT + 1), 1
+        text, index = read_text(under(root, "/proc/mounts"), limit=TEXTFILE_LIMIT + 1), 1
     if text is None or len(text) > TEXTFILE_LIMIT:
         return None
     return set(_norm_mount(unescape_mount(f[index])) for f in (line.split(" ") for line in text.splitlines()) if len(f) > index)
@@ -347,7 +343,7 @@ def judge(conf, now=None):
         if now_gpus is None:
             unknown.update(("gpu.present", "gpu.pcie_link"))
             notes.append("GPUs: %s cannot be read: GPU presence and link width not judged"
-                         % _under(conf["root"], "/sys/bus/pci/devices"))
+                         % under(conf["root"], "/sys/bus/pci/devices"))
         for gpu in accepted["gpus"] if now_gpus is not None else ():
             if not isinstance(gpu, dict):
                 continue
@@ -390,7 +386,7 @@ def accept(conf, no_gpu=False):
     gpus = find_gpus(conf["root"])
     if gpus is None:
         raise NoGpuError("%s cannot be read on %s, so nothing was accepted; run --accept where /sys is mounted"
-                         % (_under(conf["root"], "/sys/bus/pci/devices"), conf["node"]))
+                         % (under(conf["root"], "/sys/bus/pci/devices"), conf["node"]))
     if not gpus and not no_gpu:
         raise NoGpuError("no GPU is visible on the PCI bus of %s, so nothing was accepted; if the GPUs are "
                          "missing, fix that and accept again, and if this node has no GPU, run with --no-gpu "
@@ -422,7 +418,7 @@ def judge_safely(conf, now=None):
 def link_gbps(root, bus):
     """The negotiated PCIe link of ``bus`` in decimal GB/s (current speed x width, less the line
     encoding: 8b/10b up to 5 GT/s, 128b/130b above), None when sysfs does not say."""
-    dev = _under(root, "/sys/bus/pci/devices/" + bus)
+    dev = under(root, "/sys/bus/pci/devices/" + bus)
     speed = (read_text(os.path.join(dev, "current_link_speed"), limit=64) or "").strip()
     width = (read_text(os.path.join(dev, "current_link_width"), limit=64) or "").strip()
     m = re.match(r"^([0-9]+(?:\.[0-9]+)?) ?GT/s", speed)
@@ -446,7 +442,7 @@ def copy_check(conf, accepted, runner=None):
     GPU's pinned H2D median at >= return_copy_min_share of its negotiated link. No runtime: skipped
     (ok) with its reason."""
     from ansible_collections.dlrack.node.plugins.module_utils.system.command import run
-    if os.path.isdir(_under(conf["root"], "/sys/class/kfd")):
+    if os.path.isdir(under(conf["root"], "/sys/class/kfd")):
         return True, "copy check skipped: an AMD node; the HIP copy code (acceptance/gpu_hip.py) is not installed with the health check"
     code = os.path.join(_lib_dir(), "ansible_collections/dlrack/node/plugins/module_utils/acceptance/gpu.py")
     if runner is None and not os.path.isfile(code):
@@ -491,7 +487,7 @@ def validate_return(conf, now=None, copy_runner=None):
     problems, notes = [], []
     now_gpus = find_gpus(conf["root"])
     if now_gpus is None:
-        problems.append("the PCI devices (%s) cannot be read" % _under(conf["root"], "/sys/bus/pci/devices"))
+        problems.append("the PCI devices (%s) cannot be read" % under(conf["root"], "/sys/bus/pci/devices"))
     for gpu in accepted["gpus"] if now_gpus is not None else ():
         bus = str(gpu.get("pci_bus_id", "")).lower() if isinstance(gpu, dict) else ""
         want, got = (gpu.get("width") if isinstance(gpu, dict) else None), now_gpus.get(bus)
@@ -534,7 +530,7 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None, deadline=None)
     history, note = guard.load_history(conf["history_file"])
     out = {"rc": RC_UNHEALTHY if enforced else RC_HEALTHY, "events": [], "enforced": enforced, "shadowed": shadowed,
            "fleet": None, "notes": [note] if note else []}
-    if guard.new_boot(history, read_text(_under(conf["root"], "/proc/sys/kernel/random/boot_id"), limit=64)):
+    if guard.new_boot(history, read_text(under(conf["root"], "/proc/sys/kernel/random/boot_id"), limit=64)):
         out["notes"].append("a new boot since the last run: the failing and passing runs are counted again")
 
     def event(kind, rules=(), reason=None, why=None, **more):
