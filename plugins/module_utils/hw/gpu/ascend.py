@@ -170,6 +170,12 @@ def gather(rd, gpus, run, tools, errors):
     by_bus = dict((g["pci_bus_id"], g) for g in gpus)
     used, out = set(), []
     for c in info["chips"]:
+        if c["bus_id"] is None and gpus:
+            # no bus id printed (masked, "NA"): it cannot be told which NPU sysfs shows it is, and a
+            # chip of its own beside sysfs's would count that NPU twice; sysfs's entry stays
+            errors.append("npu-smi info: NPU %s chip %s has no PCI bus id, so its name, memory and health are "
+                          "not used" % (c["npu"], c["chip"]))
+            continue
         base = by_bus.get(c["bus_id"])
         if base is None:
             g = blank_gpu(c["bus_id"])

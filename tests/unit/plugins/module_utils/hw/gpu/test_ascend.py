@@ -147,3 +147,16 @@ def test_model_names():
     assert ascend._model("Ascend910", None) is None
     assert ascend._model("310P3", None) == "Ascend 310P3"
     assert ascend._model("../../x", "Ascend 910B") == "Ascend 910B"
+
+
+def test_chips_without_a_bus_id_are_never_counted_twice(trees, tmp_path):
+    """npu-smi output whose bus ids cannot be read (the HAMi capture's "0000:xx:00.0") on a node
+    whose sysfs shows its two NPUs: two NPUs, sysfs's, each chip named in one line (it gave four:
+    two entries without a bus id beside the two of sysfs). Without sysfs NPUs npu-smi's chips stay."""
+    got, errors, dummy = replay(trees("910b4-1panel"), tmp_path, "hami-webui-47-910b4-1-npu-smi-25.2.0.txt")
+    assert [(g["pci_bus_id"], g["model"]) for g in got] == [("0000:c1:00.0", "Ascend 910B"), ("0000:c2:00.0", "Ascend 910B")]
+    assert errors == ["npu-smi info: NPU %d chip 0 has no PCI bus id, so its name, memory and health are not used" % n
+                      for n in (0, 1)]
+    text = _read("hami-webui-47-910b4-1-npu-smi-25.2.0.txt")
+    got = ascend.gather(None, [], lambda argv: (0, text, ""), {"npu-smi": "/usr/bin/npu-smi"}, [])
+    assert [(g["pci_bus_id"], g["model"], g["memory_mb"]) for g in got] == [(None, "Ascend 910B4-1", 65536)] * 2
