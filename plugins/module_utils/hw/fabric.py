@@ -18,7 +18,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import listdir, read_text, under
+from ansible_collections.dlrack.node.plugins.module_utils.hw.hostfs import listdir, read_int, read_text, under
 
 MAX_DEVICES = 64
 MAX_PORTS = 8
@@ -48,8 +48,8 @@ def parse_rate(text):
 def _counters(portdir):
     out = {}
     for name in COUNTERS:
-        text = read_text(os.path.join(portdir, "counters", name), limit=64)
-        out[name] = int(text) if text and text.isdigit() and len(text) < 20 else None
+        value = read_int(os.path.join(portdir, "counters", name))      # ASCII digits only, else None
+        out[name] = value if value is not None and 0 <= value < 1 << 64 else None
     return out
 
 
@@ -65,13 +65,13 @@ def read_ports(root="/", errors=None, pkeys=True):
         pci = pci if re.match(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", pci) else None
         fw = read_text(os.path.join(devdir, "fw_ver"), limit=64, errors=errors, root=root)
         for port in listdir(os.path.join(devdir, "ports"))[:MAX_PORTS]:
-            if not port.isdigit():
+            if not re.match(r"^[0-9]{1,3}$", port):
                 continue
             portdir = os.path.join(devdir, "ports", port)
             rate, width, speed = parse_rate(read_text(os.path.join(portdir, "rate"), limit=128))
             keys = []
             pdir = os.path.join(portdir, "pkeys")
-            for idx in sorted(listdir(pdir) if pkeys else [], key=lambda n: int(n) if n.isdigit() else 1 << 20)[:256]:
+            for idx in sorted(listdir(pdir) if pkeys else [], key=lambda n: int(n) if re.match(r"^[0-9]{1,6}$", n) else 1 << 20)[:256]:
                 value = (read_text(os.path.join(pdir, idx), limit=16) or "").lower()
                 if re.match(r"^0x[0-9a-f]{4}$", value) and value not in ("0x0000", "0x8000") and len(keys) < MAX_PKEYS:
                     keys.append(value)

@@ -90,7 +90,7 @@ def _lspci_block(lines, domain):
             dev["acs_readable"] = dev["acs_readable"] or "<access denied>" not in line
         if line.startswith("NUMA node:"):
             num = line.split(":", 1)[1].strip()
-            dev["numa_node"] = int(num) if num.isdigit() else None
+            dev["numa_node"] = int(num) if re.match(r"^[0-9]{1,4}$", num) else None
         elif line.startswith("Bus: primary="):
             sec = re.search(r"secondary=([0-9a-f]{2})", line)
             dev["secondary"] = sec.group(1) if sec else None

@@ -67,3 +67,17 @@ def test_gather_reads_the_fabric(tmp_path):
     assert port["device"] == "mlx4_0" and port["interval_s"] >= fabric.MIN_INTERVAL_S
     assert port["counter_rates"]["symbol_error"] == {"delta": 0, "per_s": 0.0}
     assert [d["rdma"] for d in doc["pcie"]["devices"] if d["bdf"] == "0000:82:00.0"] == [["mlx4_0"]]
+
+
+def test_non_ascii_digits_are_unknown_not_a_lost_section(tmp_path):
+    """str.isdigit() says yes to '²' and int() then raises: one such counter file or port directory
+    name took the whole fabric section with it (gather: 'fabric: unexpected ValueError'). Counters
+    are read with hostfs.read_int (ASCII digits) and port names matched as ASCII digits."""
+    root = capture(tmp_path)
+    with open(counter(root, "symbol_error"), "w") as handle:
+        handle.write(u"\u00b2\n")                        # changed: the real counter file holds '0'
+    os.makedirs(os.path.join(root, "sys", "class", "infiniband", "mlx4_0", "ports", u"\u00b2"))
+    errors = []
+    ports = fabric.read_ports(root, errors)
+    assert [p["port"] for p in ports] == [1] and ports[0]["counters"]["symbol_error"] is None
+    assert ports[0]["counters"]["link_downed"] == 0 and errors == []

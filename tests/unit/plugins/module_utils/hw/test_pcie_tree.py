@@ -244,3 +244,11 @@ def test_hostile_sysfs_tree_never_raises(tmp_path):
     assert gpu["kind"] == "gpu" and gpu["parent"] == "0000:00:01.0" and gpu["numa_node"] is None
     assert gpu["link"]["width"] is None and gpu["bars"] == [] and gpu["acs"] == {"cap": [], "ctl": []}
     assert "0000:00:02.0" not in devs and devs["0000:00:01.0"]["port"] == "root"
+
+
+def test_lspci_numa_node_of_non_ascii_digits_is_unknown():
+    # changed: the first "NUMA node: 0" of the real ESC8000A-E12 -vvv output written as a superscript two
+    vvv = real("pcie", "stelline-esc8000a-e12-lspci-vvv-8-devices.txt")
+    odd = re.sub(r"NUMA node: [0-9]+", u"NUMA node: \u00b2", vvv, count=1)
+    assert odd != vvv
+    assert len(lspci.parse_lspci(odd)["devices"]) == len(lspci.parse_lspci(vvv)["devices"])
