@@ -563,7 +563,9 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None, deadline=None)
             lines.append(_resume(conf, sc, history, current, mine, undecided, now, out, event, copy_runner, deadline))
     finally:
         _metrics(conf, history, out, shadowed)
-        guard.save_history(conf["history_file"], history)
+        problem = guard.save_history(conf["history_file"], history)
+        if problem:
+            out["notes"].append(problem)
     out["line"] = "; ".join(x for x in lines if x)
     return out
 
@@ -734,6 +736,10 @@ def main(argv=None):
             doc = accept(conf, no_gpu="no-gpu" in flags)
         except NoGpuError as exc:
             sys.stderr.write("dlrack-health-check: %s\n" % exc)
+            return RC_UNHEALTHY
+        except OSError as exc:
+            sys.stderr.write("dlrack-health-check: the accepted state %s was not written (%s); make its directory "
+                             "writable by root and accept again\n" % (conf["state_file"], exc.strerror or exc))
             return RC_UNHEALTHY
         sys.stdout.write("dlrack-health-check: accepted %d GPU(s) in %s\n" % (len(doc["gpus"]), conf["state_file"]))
         return 0

@@ -126,10 +126,17 @@ def load_history(path):
 
 
 def save_history(path, doc):
-    directory = os.path.dirname(path)
-    if directory and not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    write_atomic(path, json.dumps(doc, sort_keys=True) + "\n", mode=0o600)
+    """Write the history (root only, atomically). A history that cannot be written (a full or
+    read-only disk) is returned as a note, never raised: the streaks then do not grow, so the node
+    neither drains nor resumes by them until it can be written."""
+    try:
+        directory = os.path.dirname(path)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        write_atomic(path, json.dumps(doc, sort_keys=True) + "\n", mode=0o600)
+    except OSError as exc:
+        return "history %s not written (%s): the failing and passing runs are not counted" % (path, exc.strerror or exc)
+    return None
 
 
 def new_boot(history, boot_id):

@@ -252,3 +252,23 @@ def test_a_drain_whose_count_fails_is_given_back(tmp_path, monkeypatch):
                  scontrol=slurm.Scontrol(runner=runner), now=T0)
     assert out["rc"] == hc.RC_CAP and "the count after it failed" in out["line"] and _held(fake) == [], out
     assert [e["event"] for e in out["events"]] == ["drain", "gave_back"]
+
+
+def test_a_history_that_cannot_be_written_is_a_note(tmp_path, monkeypatch, capsys):
+    """A full or read-only disk (here: the history's directory is a file): the run ends with its
+    verdict and a note, no traceback; nothing is counted, so nothing drains by the streaks."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    (tmp_path / "ro").write_text("")
+    fake = _cluster()
+    conf = _conf(tmp_path, "n01", history_file=str(tmp_path / "ro" / "h.json"), fail_runs=2)
+    for dummy in range(3):
+        out = _act(conf, fake, ["gpu.present"], now=T0)
+        assert "failing run 1 of 2" in out["line"] and any("not written" in n for n in out["notes"]), out
+    assert _held(fake) == []
+    state = tmp_path / "ro" / "accepted.json"
+    cfg = tmp_path / "hc.json"
+    cfg.write_text(json.dumps({"root": str(tmp_path), "state_file": str(state)}))
+    (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
+    assert hc.main(["--config", str(cfg), "--accept", "--no-gpu"]) == hc.RC_UNHEALTHY
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was not written" in err and "Traceback" not in err
