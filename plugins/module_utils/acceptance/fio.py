@@ -157,10 +157,10 @@ def latency_us(part):
     return out
 
 
-def remove_scratch(directory):
+def remove_scratch(directory, uid=None):
     """Remove the fio scratch sets in ``directory`` that a dead run left (scratch.remove_stale:
     never a live run's, on this node or another; an older version's files by their age)."""
-    return scratch_space.remove_stale(directory, (SCRATCH_DIR_PREFIX,), legacy_files=(SCRATCH_PREFIX, ".fio"))[0]
+    return scratch_space.remove_stale(directory, (SCRATCH_DIR_PREFIX,), legacy_files=(SCRATCH_PREFIX, ".fio"), uid=uid)[0]
 
 
 def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iodepth=32, jobs=4, require_mount=True,
@@ -183,6 +183,8 @@ def measure_path(path, fio, run, size_mb=1024, runtime_s=10, block_kb=1024, iode
     own = scratch_space.ScratchDir(path, SCRATCH_DIR_PREFIX)
     try:
         scratch = os.path.join(own.create().root, SCRATCH_FILE)
+        if own.owner != os.geteuid():        # NFS root_squash: the sets of this node's runs belong to the mapped user
+            remove_scratch(path, own.owner)
         out["direct"] = direct_io_supported(scratch)
         engine = "libaio"
         phases = [("write", runtime_s, block_kb, iodepth, jobs), ("read", runtime_s, block_kb, iodepth, jobs)]

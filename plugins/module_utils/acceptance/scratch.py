@@ -157,6 +157,7 @@ class ScratchDir(object):
         self.path = self.root = None
         self.fd = None
         self.stat = None
+        self.owner = None                    # the owner of this run's files there (see create)
 
     def create(self):
         self.path = tempfile.mkdtemp(prefix=self.prefix, dir=self.tier)
@@ -180,7 +181,7 @@ class ScratchDir(object):
             # put in its place between mkdtemp and the open.
             owner = os.fstat(marker).st_uid
             if st.st_uid == owner:
-                self.fd, self.stat = fd, st  # from here on remove() clears it: it is this run's
+                self.fd, self.stat, self.owner = fd, st, owner  # from here on remove() clears it: it is this run's
                 os.write(marker, json.dumps(identity(), sort_keys=True).encode("utf-8"))
         except OSError:
             self.remove()                    # (a full tier: nothing of this run stays)
@@ -251,10 +252,12 @@ def read_marker(dfd):
     return doc if isinstance(doc, dict) else None
 
 
-def remove_stale(tier, prefixes, legacy_files=None, me=None, now=None, proc="/proc"):
+def remove_stale(tier, prefixes, legacy_files=None, me=None, now=None, proc="/proc", uid=None):
     """Remove the directories in ``tier`` named with one of ``prefixes`` that no live run owns (see
     the module's text), and the regular files named (prefix, suffix) ``legacy_files`` (an older
-    version's scratch files) older than STALE_S; returns (removed, kept) as lists of paths."""
+    version's scratch files) older than STALE_S; returns (removed, kept) as lists of paths. Only
+    entries of ``uid`` are touched (default: the effective uid; ScratchDir.owner where the file
+    system maps it to another user: NFS root_squash)."""
     me = me or identity()
     now = time.time() if now is None else now
     removed, kept = [], []
@@ -262,7 +265,7 @@ def remove_stale(tier, prefixes, legacy_files=None, me=None, now=None, proc="/pr
         names = sorted(os.listdir(tier))
     except OSError:
         return removed, kept
-    uid = os.geteuid()
+    uid = os.geteuid() if uid is None else uid
     for name in names:
         legacy = bool(legacy_files) and name.startswith(legacy_files[0]) and name.endswith(legacy_files[1])
         if not legacy and not name.startswith(tuple(prefixes)):

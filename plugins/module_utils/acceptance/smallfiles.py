@@ -57,10 +57,10 @@ class Interrupted(Exception):
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def remove_scratch(tier):
+def remove_scratch(tier, uid=None):
     """Remove the small-file scratch sets in ``tier`` that a dead run left (scratch.remove_stale:
     never a live run's, on this node or another); returns their paths."""
-    return scratch.remove_stale(tier, (SCRATCH_PREFIX,))[0]
+    return scratch.remove_stale(tier, (SCRATCH_PREFIX,), uid=uid)[0]
 
 
 def file_path(root, i):
@@ -304,6 +304,8 @@ def measure(tier, groups, files=10000, file_kb=64, workers_per_group=4, phase_s=
         with _Signals():
             try:
                 root = own.create().root
+                if own.owner != os.geteuid():   # NFS root_squash: the sets of this node's runs belong to the mapped user
+                    remove_scratch(tier, own.owner)
                 write_s, written = write_set(root, files, file_kb, WRITE_LIMIT_S)
                 out["write_s"] = round(write_s, 3)
                 if written < files:         # the write stopped at its time limit: read what is there

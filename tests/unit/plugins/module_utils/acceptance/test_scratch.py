@@ -135,3 +135,22 @@ def test_another_container_of_this_node_is_judged_by_age_not_by_a_pid_of_ours():
     legacy = dict(me, pid=dead.pid)
     legacy.pop("pid_ns")                                                            # a marker without it: as before
     assert not scratch.is_live(legacy, me, now)
+
+
+def test_a_squashed_nodes_own_left_behind_sets_are_removed(tmp_path, monkeypatch):
+    """On NFS with root_squash the sets this node's killed runs left belong to the mapped user, not
+    to the effective uid: the cleanup looks at the owner of the run's own new files too, so they do
+    not pile up on the tier (a live run's set is still kept)."""
+    from ansible_collections.dlrack.node.plugins.module_utils.acceptance import smallfiles as sf
+    me = scratch.identity()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for name, marker in (("killed", dict(me, pid=dead.pid)), ("live", me)):
+        d = tmp_path / (sf.SCRATCH_PREFIX + name)
+        (d / "d0000").mkdir(parents=True)
+        (d / "d0000" / "f0000000.bin").write_bytes(b"x")
+        (d / scratch.MARKER).write_text(json.dumps(marker))
+    monkeypatch.setattr(scratch.os, "geteuid", lambda: os.getuid() + 4242)    # the owner the server gives is not euid
+    doc = sf.measure(str(tmp_path), [{"name": "node0", "cpus": None}], files=10, file_kb=4, workers_per_group=1, phase_s=5)
+    assert doc["status"] == "ok", doc
+    assert sorted(os.listdir(str(tmp_path))) == [sf.SCRATCH_PREFIX + "live"]
