@@ -666,6 +666,11 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
             event("return_blocked", (), current["reason"], "validation: " + "; ".join(notes))
         return "%s: passes, but %s: stays drained" % (node, notes[0])
     history["last"].pop("return", None)
+    # the validation can take return_copy_timeout_s: a person may have drained the node meanwhile
+    again = sc.show([node]).get(node)
+    if not (again and again["drained"] and again["reason"] == current["reason"]):
+        return "%s: passes, but its state changed during the return validation (now %s): left as it is" % (
+            node, ascii(again["reason"] if again else None))
     return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume",
                    "%s, return validated" % why)
 

@@ -433,3 +433,22 @@ def test_validated_return(tmp_path, host):
     assert [e["event"] for e in _audit(conf)] == ["drain", "return_blocked"]
     _textfile(tmp_path, ue=0)
     assert "resumed" in _act(conf, sc, [])["line"]
+
+
+def test_a_persons_drain_during_the_return_validation_is_not_lifted(tmp_path, host):
+    """The copy check takes seconds; a person who drains the node meanwhile (with their reason)
+    keeps their drain: the resume reads the node again first."""
+    conf = _conf(tmp_path, host, fail_runs=1, pass_runs=1, return_copy=True)
+    _textfile(tmp_path)
+    hc.accept(conf)
+    fake = _fake_idle()
+    sc = slurm.Scontrol(runner=fake)
+    _act(conf, sc, ["gpu.present"])
+
+    def copy_while_a_person_drains(argv):
+        fake(["scontrol", "update", "NodeName=slurm01", "State=DRAIN", "Reason=hw: GPU reseat, ticket-4711"])
+        return (0, _copy_doc(55.0), "")
+    out = _act(conf, sc, [], copy_runner=copy_while_a_person_drains)
+    node = slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]
+    assert node["drained"] and node["reason"] == "hw: GPU reseat, ticket-4711", out["line"]
+    assert "changed during the return validation" in out["line"]
