@@ -600,6 +600,10 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline
         return "%s: would drain (%s) but %d of %d nodes are held by dlrack, at the cap of %d: not drained" % (
             node, ",".join(enforced), len(others), fleet["total"], limit)
     history["last"].pop("cap", None)
+    again = sc.show([node]).get(node)     # the count (and a wait after a give-back) took time: a person may have acted
+    if not again or again["drained"] != current["drained"] or again["reason"] != current["reason"]:
+        return "%s: would drain (%s), but its state changed while the fleet was counted (now %s): at the next run" % (
+            node, ",".join(enforced), ascii(again and again["state"]))
     left = deadline - time.monotonic()
     if left < 3 * conf["timeout_s"]:    # the drain, the count after it and a give-back must fit
         return "%s: would drain (%s), but only %d s of this run are left, too little to drain and count again: at the next run" % (

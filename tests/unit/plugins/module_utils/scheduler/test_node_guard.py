@@ -272,3 +272,20 @@ def test_a_history_that_cannot_be_written_is_a_note(tmp_path, monkeypatch, capsy
     assert hc.main(["--config", str(cfg), "--accept", "--no-gpu"]) == hc.RC_UNHEALTHY
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "was not written" in err and "Traceback" not in err
+
+
+def test_a_persons_drain_while_the_fleet_is_counted_is_not_overwritten(tmp_path, monkeypatch):
+    """Between the node's first read and its drain it counts the fleet (and after a give-back waits
+    a random moment): a person who drains it meanwhile keeps their reason."""
+    monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+    fake = _cluster()
+
+    def runner(argv):
+        res = fake(argv)
+        if argv[1:] == ["show", "node", "-o"]:
+            fake(["scontrol", "update", "NodeName=n01", "State=DRAIN", "Reason=hw: DIMM B3, ticket-4711"])
+        return res
+    out = hc.act(_conf(tmp_path, "n01"), {"rules": ["gpu.present"], "notes": [], "unknown": []},
+                 scontrol=slurm.Scontrol(runner=runner), now=T0)
+    assert slurm.parse_show_node(fake.lines["n01"])["n01"]["reason"] == "hw: DIMM B3, ticket-4711", out["line"]
+    assert "changed while the fleet was counted" in out["line"]
