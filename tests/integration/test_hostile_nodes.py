@@ -386,7 +386,8 @@ def test_acceptance_a_nodes_facts_cannot_change_the_run(tmp_path):
     assert not moved.exists()
     doc = json.loads((reports / "acceptance.json").read_text())
     assert doc["summary"]["failed_hosts"] == ["a-first", "b-bad"] and "fail_on_hosts" not in doc["summary"]
-    assert "left out what the node returned that Ansible would turn into variables, stats, hosts or groups" in run.stdout
-    assert "acceptance_fail_on, acceptance_report_dir" in run.stdout
+    said = " ".join(run.stdout.split())            # ansible-core 2.16 wraps a warning's lines
+    assert "left out what the node returned that Ansible would turn into variables, stats, hosts or groups" in said
+    assert "acceptance_fail_on, acceptance_report_dir" in said
     for path in (tmp_path / "facts").iterdir():
         assert "acceptance_fail_on" not in path.read_text() and str(moved) not in path.read_text()
