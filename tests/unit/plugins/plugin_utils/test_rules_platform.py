@@ -219,6 +219,8 @@ def test_flat_vm_tree_says_what_it_cannot_see():
     by_rule = dict((r, [f for f in res["findings"] if f["rule"] == r]) for r in res["rules"])
     assert res["rules"]["pcie.path_link"] == "warn"
     assert "sits on the virtual machine's root bus" in by_rule["pcie.path_link"][0]["message"]
+    # the VM's virtio NIC (0000:00:03.0, no link attributes) is on the same hypervisor bus: no second warning
+    assert len(by_rule["pcie.path_link"]) == 1, by_rule["pcie.path_link"]
     assert res["rules"]["pcie.acs_p2p"] == "skip"         # one GPU, no NIC: no peer path
     assert res["rules"]["pcie.bar1"] == "pass" and "256 GiB" in by_rule["pcie.bar1"][0]["observed"]
     assert res["rules"]["pcie.iommu"] == "warn" and "hypervisor" in by_rule["pcie.iommu"][0]["message"]
