@@ -478,10 +478,15 @@ def topology(hw):
     if more_nodes:
         what = "sockets" if nodes and nodes[0]["_declared"] else "NUMA nodes"
         columns.append({"title": "+%d more %s" % (more_nodes, what), "subtitle": "not drawn", "fill": "#ffffff", "items": []})
-    if loose[0] or loose[1]:
-        title = "Storage" if not loose[0] else "No NUMA affinity"
-        sub = "declared disks" if source == "declared" and not loose[0] else "numa_node -1 / unknown"
-        columns.append({"title": title, "subtitle": sub, "fill": "#fff8f0", "items": _column_items(loose[0], loose[1], source)})
+    # switches and NICs of no drawn NUMA node (unknown, or one the CPU section does not list) go with the loose GPUs
+    drawn = set(n.get("id") for n in nodes)
+    stray = [it for node, items in sorted(fabric.items(), key=lambda kv: str(kv[0]))
+             if node not in drawn and (node is None or not more_nodes) for it in items][:platform.PICTURE_ROWS]
+    if loose[0] or loose[1] or stray:
+        title = "Storage" if not loose[0] and not stray else "No NUMA affinity"
+        sub = "declared disks" if source == "declared" and not loose[0] and not stray else "numa_node -1 / unknown"
+        columns.append({"title": title, "subtitle": sub, "fill": "#fff8f0",
+                        "items": _column_items(loose[0], loose[1], source) + stray})
     return _layout(columns)
 
 

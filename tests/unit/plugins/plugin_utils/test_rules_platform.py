@@ -287,6 +287,18 @@ def test_topology_picture_shows_switches_and_nics():
     assert report.topology({"schema": 1, "pcie": {"devices": "junk"}}) is not None
 
 
+def test_topology_picture_keeps_nics_of_unknown_numa_node():
+    """NICs whose NUMA node is unknown (lspci without NUMA lines, a VM) were left out of the picture:
+    only the drawn NUMA columns took the switch and NIC lines. They go with the loose GPUs now."""
+    from ansible_collections.dlrack.node.plugins.plugin_utils import report
+    hw = esc8000a()
+    for dev in hw["pcie"]["devices"]:
+        dev["numa_node"] = None          # changed: the capture's NUMA node lines removed
+    cols = dict((c["title"], c) for c in report.topology(hw)["columns"])
+    loose = [i["label"] for i in cols["No NUMA affinity"]["items"]]
+    assert "NIC 0000:21:00.0 x16" in loose and "NIC 0000:81:00.0 x16" in loose
+
+
 def test_gathered_topology_against_the_declared_one():
     declared = dgx2()
     declared["source"] = declared["pcie"]["source"] = "declared"
