@@ -649,7 +649,7 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
     if not mine:
         if guard.is_ours(current["reason"]):
             return "%s: drained by a dlrack run (%s): that run lifts it" % (node, current["reason"])
-        return "%s: drained by someone else: left alone" % node
+        return "%s: drained by someone else (reason %s): left alone" % (node, ascii(current["reason"] or "none"))
     if skip_reason(current):        # down, powering, a reboot pending...: as the Ansible act, judged when it is back
         return "%s: %s" % (node, skip_reason(current))
     if needs_service(current["reason"]):

@@ -126,6 +126,7 @@ def test_drains_and_resumes_its_own_node_only(tmp_path, host):
         fake(["scontrol", "update", "NodeName=slurm01", "State=DRAIN", "Reason=" + reason])
         line = _act(conf, sc, [])["line"]
         assert slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["reason"] == reason, line
+        assert reason in line, line     # the operator reads whose drain it is
         line = _act(conf, sc, ["gpu.present"])["line"]
         assert slurm.parse_show_node(fake.lines["slurm01"])["slurm01"]["reason"] == reason, line
         fake(["scontrol", "update", "NodeName=slurm01", "State=RESUME"])
