@@ -612,7 +612,8 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline
     if service:
         reason = format_reason(guard.service_rules(enforced), new_health_run_id(now))
     try:
-        line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain", why)
+        line = _update(sc, node, "drain", reason, "drained", event, enforced, "service_required" if service else "drain",
+                       "streak: " + why)
     except SlurmError:
         history["drains"] = history["drains"][:-1]     # not drained: not counted towards service.required
         raise
@@ -676,7 +677,7 @@ def _resume(conf, sc, history, current, mine, undecided, now, out, event, copy_r
         return "%s: passes, but its state changed during the return validation (now %s): left as it is" % (
             node, ascii(again["reason"] if again else None))
     return _update(sc, node, "resume", None, "resumed (%s)" % current["reason"], event, (), "resume",
-                   "%s, return validated" % why)
+                   "streak: %s, return validated" % why)
 
 
 def _update(sc, node, action, reason, done, event, rules, kind=None, why=None):

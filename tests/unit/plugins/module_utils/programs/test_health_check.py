@@ -343,6 +343,8 @@ def test_flap_damping_drain_after_n_resume_after_m(tmp_path, host):
     # a run that cannot judge the rule it was drained for is neither a pass nor a failure
     assert "cannot be judged" in _act(conf, sc, [], unknown=["gpu.present"])["line"] and state()
     assert "resumed" in _act(conf, sc, [])["line"] and not state()
+    assert [(r["event"], r["why"]) for r in _audit(conf)] == [      # why each act, for "what did dlrack do and why"
+        ("drain", "streak: 2 consecutive failing runs"), ("resume", "streak: 2 consecutive passing runs, return validated")]
     # a fault persisting T seconds drains at once
     conf = _conf(tmp_path, host, fail_runs=5, fault_persist_s=600, history_file=str(tmp_path / "t.json"))
     assert "failing run 1 of 5" in _act(conf, sc, ["gpu.present"], now=T0)["line"]
