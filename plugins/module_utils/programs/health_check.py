@@ -554,7 +554,7 @@ def act(conf, verdict, scontrol=None, now=None, copy_runner=None, deadline=None)
     drained_for = (parse_reason(current["reason"]) or ((), ""))[0] if mine else ()
     unknown = set(verdict.get("unknown") or ())
     undecided = "*" in unknown or bool(set(drained_for) & unknown)
-    guard.step(history, enforced, undecided, now)
+    guard.step(history, enforced, undecided, now, unknown)
     lines = []
     try:
         if enforced:

@@ -99,7 +99,7 @@ def check_guard(conf):
 
 def _fresh():
     return {"schema": 1, "fail_streak": 0, "pass_streak": 0, "fault_since": None, "drains": [],
-            "counters": {}, "last": {}, "boot_id": None}
+            "counters": {}, "last": {}, "boot_id": None, "failing": []}
 
 
 def load_history(path):
@@ -121,6 +121,8 @@ def load_history(path):
         out["fault_since"] = doc["fault_since"]
     if isinstance(doc.get("boot_id"), str):
         out["boot_id"] = doc["boot_id"][:64]
+    if isinstance(doc.get("failing"), list):
+        out["failing"] = [r for r in doc["failing"] if isinstance(r, str)][:64]
     out["drains"] = [t for t in out["drains"] if isinstance(t, (int, float))][-64:]
     return out, None
 
@@ -151,18 +153,22 @@ def new_boot(history, boot_id):
     return known
 
 
-def step(history, failing, undecided, now):
+def step(history, failing, undecided, now, unknown=()):
     """One run's verdict into the streaks: ``failing`` (enforced rules that fail), ``undecided``
-    True when the run could not judge what it needs to (neither a pass nor a failure)."""
+    True when the run could not judge what it needs to (neither a pass nor a failure). A run that
+    cannot judge a rule of the failing streak (``unknown``: the collector's textfile went stale) is
+    no pass either: it neither breaks the streak nor adds to it."""
     if failing:
         history["fail_streak"] += 1
         history["pass_streak"] = 0
+        history["failing"] = sorted(set(failing))
         if history["fault_since"] is None:
             history["fault_since"] = now
-    elif not undecided:
+    elif not undecided and not set(history.get("failing") or ()) & set(unknown):
         history["pass_streak"] += 1
         history["fail_streak"] = 0
         history["fault_since"] = None
+        history["failing"] = []
     return history
 
 

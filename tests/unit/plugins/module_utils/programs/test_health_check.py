@@ -345,6 +345,12 @@ def test_flap_damping_drain_after_n_resume_after_m(tmp_path, host):
     assert "resumed" in _act(conf, sc, [])["line"] and not state()
     assert [(r["event"], r["why"]) for r in _audit(conf)] == [      # why each act, for "what did dlrack do and why"
         ("drain", "streak: 2 consecutive failing runs"), ("resume", "streak: 2 consecutive passing runs, return validated")]
+    # a run that cannot judge the failing rule (the textfile went stale) does not break the streak
+    conf = _conf(tmp_path, host, history_file=str(tmp_path / "u.json"))
+    assert "failing run 1 of 2" in _act(conf, sc, ["memory.ecc_errors"])["line"]
+    assert _act(conf, sc, [], unknown=["memory.ecc_errors", "gpu.ecc_errors"])["rc"] == 0 and not state()
+    assert "drained" in _act(conf, sc, ["memory.ecc_errors"])["line"] and state()
+    fake(["scontrol", "update", "NodeName=slurm01", "State=RESUME"])
     # a fault persisting T seconds drains at once
     conf = _conf(tmp_path, host, fail_runs=5, fault_persist_s=600, history_file=str(tmp_path / "t.json"))
     assert "failing run 1 of 5" in _act(conf, sc, ["gpu.present"], now=T0)["line"]
