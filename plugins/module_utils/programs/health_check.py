@@ -621,8 +621,12 @@ def _drain(conf, sc, history, current, mine, enforced, now, out, event, deadline
     try:
         fleet = guard.fleet_text(sc.show_all(parse=False), node, conf["partitions"])
     except SlurmError as exc:       # not counted: the drain may be over the cap, so it is given back
-        history["drains"] = history["drains"][:-1]
         out["rc"] = RC_CAP
+        now_node = sc.show([node]).get(node)
+        if not (now_node and now_node["drained"] and now_node["reason"] == reason):
+            return "%s: drained, the count after it failed (%s), and its reason is now %s: left as it is" % (
+                node, exc, ascii(now_node and now_node["reason"]))
+        history["drains"] = history["drains"][:-1]
         history["last"]["gave_back"] = True
         _update(sc, node, "resume", None, "given back", event, ())
         event("gave_back", enforced, reason, "cap: the count after this drain failed (%s): given back" % exc, fleet=out["fleet"])
