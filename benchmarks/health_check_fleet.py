@@ -20,10 +20,10 @@ Prints one JSON document (medians in ms and the ratios against ``pass``); benchm
 has the figures.
 """
 import argparse
-import datetime
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,7 +61,7 @@ def main(argv=None):
         with open(paths[name], "w") as f:
             json.dump(conf, f)
     env = dict(os.environ, SLURMD_NODENAME=args.node)
-    run_id = "%s-%s" % (datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"), os.urandom(6).hex())
+    run_id = "%s-%s" % (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), os.urandom(6).hex())
     subprocess.run(["scontrol", "update", "NodeName=" + args.hold, "State=DRAIN", "Reason=dlrack: bench.hold " + run_id], check=True)
     cases = {"dry-run": [args.bin, "--config", paths["pass"], "--dry-run"], "pass": [args.bin, "--config", paths["pass"]],
              "fleet": [args.bin, "--config", paths["fleet"], "--json"]}
@@ -88,6 +88,7 @@ def main(argv=None):
                 cpu[k].append(used)
     finally:
         subprocess.run(["scontrol", "update", "NodeName=" + args.hold, "State=RESUME"], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
     out = {"runs": args.runs, "node": args.node,
            "nodes_in_cluster": len(subprocess.run(["scontrol", "show", "node", "-o"], stdout=subprocess.PIPE, check=True,
                                                   universal_newlines=True).stdout.splitlines())}
