@@ -11,7 +11,7 @@ declared): a list of devices, each naming its parent bridge and host bridge.
 - ``distance(tree, a, b)``: the ``nvidia-smi topo -m`` legend between two functions, computed from
   the tree: PIX (at most one PCIe switch, or the same root port), PXB (more than one switch, not
   through the host bridge), PHB (the same host bridge), NODE (host bridges of one NUMA node),
-  SYS (across NUMA nodes). A switch is an upstream port with its downstream ports: one bridge in
+  SYS (across NUMA nodes); None across host bridges whose NUMA nodes are unknown. A switch is an upstream port with its downstream ports: one bridge in
   nvidia-smi's sense (DGX H100: a GPU and its NIC under one switch are PIX).
 - ``path_problems``, ``acs_problems``, ``switch_oversubscription``, ``lane_budget``,
   ``bar1_problems``, ``nearest_nics``: the per-path checks.
@@ -132,9 +132,9 @@ def _distance(tree, a, b):
         if tree.host_bridge(a) == tree.host_bridge(b):
             return "PHB"
         na, nb = tree.numa(a), tree.numa(b)
-        if na is not None and na == nb:
-            return "NODE"
-        return "SYS"
+        if na is None or nb is None:
+            return None         # different host bridges of unknown NUMA nodes: NODE or SYS, the tree does not say
+        return "NODE" if na == nb else "SYS"
     lowest = ca[common - 1]
     below = ca[common:] + cb[common:]
     if tree.port(lowest) == "upstream":
@@ -313,21 +313,24 @@ def bar1(dev):
 
 
 def nearest_nics(tree, gpus=None):
-    """[{gpu, nic, legend, nics}] for each GPU of the tree (``gpus``: addresses, default all):
-    its nearest RDMA NIC(s) by the legend; ``nic`` None when the host has none."""
+    """[{gpu, nic, legend, nics, unknown}] for each GPU of the tree (``gpus``: addresses, default all):
+    its nearest RDMA NIC(s) by the legend; ``nic`` None when the host has none or none of known
+    distance; ``unknown``: the NICs whose distance the tree does not give (NUMA node unknown)."""
     nics = tree.rdma_nics()
     out = []
     for bdf in gpus or [g["bdf"] for g in tree.of_kind("gpu")]:
-        best, names = None, []
+        best, names, unknown = None, [], 0
         for nic in nics:
             legend = distance(tree, bdf, nic["bdf"])
             if legend is None:
+                unknown += 1
                 continue
             if best is None or LEGEND_RANK[legend] < LEGEND_RANK[best]:
                 best, names = legend, [_norm(nic["bdf"])]
             elif legend == best:
                 names.append(_norm(nic["bdf"]))
-        out.append({"gpu": _norm(bdf), "nic": names[0] if names else None, "legend": best, "nics": names})
+        out.append({"gpu": _norm(bdf), "nic": names[0] if names else None, "legend": best, "nics": names,
+                    "unknown": unknown})
     return out
 
 
@@ -350,7 +353,8 @@ def rail_alignment(tree):
     for entry in near:
         gpu = entry["gpu"]
         if entry["nic"] is None:
-            problems.append((gpu, "no RDMA NIC"))
+            # a NIC of unknown distance is behind another host bridge: not PXB or closer either
+            problems.append((gpu, "no RDMA NIC at PXB or closer" if entry["unknown"] else "no RDMA NIC"))
             continue
         if LEGEND_RANK[entry["legend"]] > LEGEND_RANK["PXB"]:
             problems.append((gpu, "nearest RDMA NIC %s is %s (needs PXB or closer)" % (entry["nic"], entry["legend"])))
@@ -700,13 +704,20 @@ def check_nic_affinity(ctx):
     labels = _labels(ctx.hw, tree)
     near = nearest_nics(tree)
     far = ["%s: nearest %s is %s" % (labels.get(e["gpu"]), labels.get(e["nic"]), e["legend"]) for e in near
-           if e["legend"] == "SYS"]
-    shown = "; ".join("%s -> %s %s" % (labels.get(e["gpu"]), labels.get(e["nic"]), e["legend"]) for e in near)
+           if e["legend"] == "SYS" and not e["unknown"]]
+    # a GPU whose every known NIC is across the sockets, or none known, while a NIC's NUMA node is unknown
+    unsure = [labels.get(e["gpu"]) for e in near if e["unknown"] and e["legend"] in (None, "SYS")]
+    shown = "; ".join("%s -> %s %s" % (labels.get(e["gpu"]), labels.get(e["nic"]), e["legend"]) for e in near if e["nic"])
     if far:
         ctx.report("fail", "; ".join(far), "an RDMA NIC on the GPU's own socket (NODE or closer)",
                    "%d GPU(s) reach every RDMA NIC only across the socket interconnect: %s" % (len(far), "; ".join(far)),
                    "put an RDMA NIC on each socket that holds GPUs (same NUMA node), and bind each rank to its nearest NIC")
-    else:
+    if unsure:
+        ctx.report("warn", "NUMA node unknown for %s" % ", ".join(unsure[:8]), "NODE or closer",
+                   "cannot verify the NIC affinity of %s: its RDMA NICs sit behind other host bridges and the NUMA node "
+                   "of the GPU or the NIC is unknown (sysfs numa_node -1, lspci without NUMA lines)" % ", ".join(unsure[:8]),
+                   "gather with hw_facts on the host (sysfs numa_node), or declare numa_node for the devices in dlrack_hw.pcie")
+    if not far and not unsure:
         ctx.report("pass", shown, "NODE or closer", "every GPU has an RDMA NIC on its own socket: %s" % shown)
 
 

@@ -299,6 +299,22 @@ def test_topology_picture_keeps_nics_of_unknown_numa_node():
     assert "NIC 0000:21:00.0 x16" in loose and "NIC 0000:81:00.0 x16" in loose
 
 
+def test_nic_affinity_of_unknown_numa_nodes_cannot_verify():
+    """GPUs and NICs behind different host bridges whose NUMA node is unknown (sysfs numa_node -1, lspci
+    without NUMA lines) were called SYS, and fabric.nic_affinity failed a node it cannot judge."""
+    hw = esc8000a()
+    for dev in hw["pcie"]["devices"]:
+        dev["numa_node"] = None          # changed: the capture's NUMA node lines removed
+    tree = platform.Tree(hw["pcie"])
+    assert platform.distance(tree, ESC_GPUS[0], "0000:21:00.0") is None
+    found, outcome = findings(hw, "fabric.nic_affinity", severity={"fabric.nic_affinity": "error"})
+    assert outcome == "warn" and len(found) == 1, found
+    assert found[0]["message"].startswith("cannot verify the NIC affinity of GPU0 0000:01:00.0")
+    hw["fabric"] = {"rail_optimized": True}
+    found, outcome = findings(hw, "fabric.rail_alignment", severity={"fabric.rail_alignment": "error"})
+    assert outcome == "fail" and "GPU0 0000:01:00.0: no RDMA NIC at PXB or closer" in found[0]["message"]
+
+
 def test_gathered_topology_against_the_declared_one():
     declared = dgx2()
     declared["source"] = declared["pcie"]["source"] = "declared"
