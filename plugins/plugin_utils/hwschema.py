@@ -210,7 +210,7 @@ _IB_COUNTERS = ("symbol_error", "link_downed", "excessive_buffer_overrun_errors"
 _IB_PORT_FIELDS = {"device": "str", "port": _int("nvlink"), "state": "str", "phys_state": "str", "speed": "str",
                    "rate_gbps": _num("rate_gbps"), "width": "str", "link_layer": "str", "fw": "str", "pkeys": "strlist",
                    "pci_bus_id": "str", "counters": ("dict", dict((c, _int("err_count")) for c in _IB_COUNTERS)),
-                   "counter_rates": ("dict", dict((c, ("dict", {"delta": _int("err_count"), "per_s": ("num", 0, 1e18)}))
+                   "counter_rates": ("dict", dict((c, ("dict", {"delta": _int("err_count"), "per_s": ("num", 0, 1e30)}))
                                                   for c in _IB_COUNTERS)),
                    "interval_s": ("num", 0, 1e6)}
 _FABRIC_FIELDS = {"rail_optimized": "bool", "ports": ("list", _IB_PORT_FIELDS, 256)}
