@@ -49,7 +49,7 @@ def _counters(portdir):
     out = {}
     for name in COUNTERS:
         value = read_int(os.path.join(portdir, "counters", name))      # ASCII digits only, else None
-        out[name] = value if value is not None and 0 <= value < 1 << 64 else None
+        out[name] = value if value is not None and 0 <= value < 1 << 63 else None   # hwschema err_count
     return out
 
 
