@@ -1004,6 +1004,7 @@ def _check_gpu_faults(ctx, rule_id):
     if not isinstance(faults, dict):
         return                  # older facts and declared racks: no outcome, as before the rule existed
     what, ok = _FAULT_RULE_TEXT[rule_id]
+
     def of(value, kind):         # a node's field of another shape (another version, hand-edited facts) is empty here
         return value if isinstance(value, kind) else kind()
 

@@ -30,8 +30,9 @@ from ansible_collections.dlrack.node.plugins.module_utils.system.command import 
 
 MAX_VALUE = 128          # characters of one version string
 MAX_GPUS = 128           # GPU entries read from one tool's output
-MAX_LIB_ENTRIES = 65536  # directory entries looked at per library directory (sorted by name: with a
-                         # bound of a few thousand, a full /usr/lib/x86_64-linux-gnu cut off libnccl)
+# directory entries looked at per library directory (sorted by name: with a bound of a few thousand,
+# a full /usr/lib/x86_64-linux-gnu cut off libnccl)
+MAX_LIB_ENTRIES = 65536
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
             "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
             "/usr/local/cuda/targets/sbsa-linux/lib", "/opt/rocm/lib")
