@@ -195,7 +195,8 @@ def test_site_streamed_gives_what_ansible_playbook_gives(tmp_path):
     switched off: facts gathered, nothing changed) and reported."""
     failed, stats, status = _site(tmp_path, {"dead-1": dict(DEAD, dlrack_hw=GOOD), "live-1": dict(LOCAL, dlrack_hw=GOOD)})
     assert sorted(failed) == ["dead-1"] and failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
-    assert status == {"dead-1": "pass", "live-1": "pass"}
+    # site.json tells the host's final state (issue 30.1): unreachable is fail, it said pass
+    assert status == {"dead-1": "fail", "live-1": "pass"}
     assert not stats.get("dlrack_preflight_failed_hosts")
 
 
@@ -209,4 +210,4 @@ def test_site_streamed_with_a_host_that_failed_the_preflight(tmp_path):
     assert failed["bad-1"].startswith("pre-flight failed for 1 host(s) (dlrack_fail_on=error): bad-1; see ")
     assert failed["dead-1"].startswith("dead-1 was not provisioned: unreachable: ")
     assert stats["dlrack_preflight_failed_hosts"] == ["bad-1"]
-    assert status == {"bad-1": "fail", "dead-1": "pass", "live-1": "pass"}
+    assert status == {"bad-1": "fail", "dead-1": "fail", "live-1": "pass"}     # dead-1 unreachable (issue 30.1)
